@@ -1,0 +1,181 @@
+// Package config is choir's static resource configuration: the typed model of
+// .choir.d/config.json and .choir.d/secrets.json, their strict loading, and a
+// validation that reports every problem at once with its JSON path and value.
+//
+// Every resource is named, and names are stable identifiers used everywhere
+// else (commands, the gateway, Postgres schema and role names, Docker labels,
+// file names), so they must match NamePattern. Secret values never live in
+// config.json: a resource that needs one names an entry of secrets.json in its
+// "secret" field.
+//
+// Loading is two passes. The first parses the raw JSON into a tree (catching
+// syntax errors with line and column, and duplicate keys) and checks it against
+// the Go types by reflection (catching unknown fields and wrong JSON types, all
+// at once). Only a structurally sound file is decoded into Config, over the
+// defaults. The second pass, Validate, checks meaning: references resolve,
+// secrets exist, tunables are sane.
+package config
+
+// Config is config.json. Field order follows the design's example (§6.3).
+type Config struct {
+	GlobalRepo         Repo                    `json:"global_repo"`
+	Workspaces         map[string]Workspace    `json:"workspaces"`
+	Models             map[string]Model        `json:"models"`
+	TTS                map[string]TTS          `json:"tts"`
+	VoiceProfiles      map[string]VoiceProfile `json:"voice_profiles"`
+	GitIdentities      map[string]GitIdentity  `json:"git_identities"`
+	NotionIntegrations map[string]Notion       `json:"notion_integrations"`
+	EmailAccounts      map[string]EmailAccount `json:"email_accounts"`
+	Search             map[string]Search       `json:"search"`
+	Embedding          *Embedding              `json:"embedding,omitempty"`
+	Gateways           map[string]Gateway      `json:"gateways"`
+	DMs                map[string]DM           `json:"dms"`
+	Postgres           Postgres                `json:"postgres"`
+	Agents             map[string]Agent        `json:"agents"`
+
+	Tunables
+}
+
+// Repo is a git repository choird clones under .choir.d/repos/.
+// URL may be a local path, file://, ssh (git@host:path) or https.
+type Repo struct {
+	URL string `json:"url"`
+	Ref string `json:"ref,omitempty"`
+}
+
+// Workspace is a host directory leased to one agent at a time (§15.4).
+type Workspace struct {
+	Path string `json:"path"`
+}
+
+// Model is a named OpenAI-compatible chat model (§21.2).
+type Model struct {
+	Provider string `json:"provider"`
+	Model    string `json:"model"`
+	Endpoint string `json:"endpoint"`
+	// Temperature: absent means DefaultTemperature, null means "do not send"
+	// (reasoning models reject it).
+	Temperature Nullable[float64] `json:"temperature,omitzero"`
+	// ReasoningEffort is passed as-is when set; absent or null is not sent.
+	ReasoningEffort Nullable[string] `json:"reasoning_effort,omitzero"`
+	// ContextWindow is the model's context size in tokens, used to decide
+	// when working memory compacts. Absent means DefaultContextWindow.
+	ContextWindow int `json:"context_window,omitempty"`
+	// Secret names the API key in secrets.json; empty for keyless local servers.
+	Secret string `json:"secret,omitempty"`
+}
+
+// TTS is a named text-to-speech provider (§21.3). v1 knows ElevenLabs only.
+type TTS struct {
+	Provider string `json:"provider"`
+	ModelID  string `json:"model_id"`
+	Endpoint string `json:"endpoint"`
+	Secret   string `json:"secret"`
+}
+
+// VoiceProfile is a named voice on a TTS provider (§21.3).
+type VoiceProfile struct {
+	TTS           string        `json:"tts"`
+	VoiceID       string        `json:"voice_id"`
+	OutputFormat  string        `json:"output_format,omitempty"`
+	VoiceSettings VoiceSettings `json:"voice_settings"`
+}
+
+// VoiceSettings are ElevenLabs' voice_settings.
+type VoiceSettings struct {
+	Stability       float64 `json:"stability"`
+	SimilarityBoost float64 `json:"similarity_boost"`
+	Style           float64 `json:"style"`
+	UseSpeakerBoost bool    `json:"use_speaker_boost"`
+	Speed           float64 `json:"speed"`
+}
+
+// GitIdentity is an author identity an agent leases exclusively (§14.4).
+type GitIdentity struct {
+	Name   string `json:"name"`
+	Email  string `json:"email"`
+	Secret string `json:"secret"`
+}
+
+// Notion is a Notion integration, leased exclusively.
+type Notion struct {
+	Secret string `json:"secret"`
+}
+
+// EmailAccount is an SMTP+IMAP account; Sharing says whether it is leased.
+type EmailAccount struct {
+	SMTPHost string `json:"smtp_host"`
+	SMTPPort int    `json:"smtp_port"`
+	IMAPHost string `json:"imap_host"`
+	IMAPPort int    `json:"imap_port"`
+	Sharing  string `json:"sharing"`
+	// Secret holds "user:password".
+	Secret string `json:"secret"`
+}
+
+// Email sharing modes.
+const (
+	SharingExclusive = "exclusive"
+	SharingShared    = "shared"
+)
+
+// Search is a web search provider (Brave in v1), keyed by provider name.
+type Search struct {
+	Endpoint string `json:"endpoint,omitempty"`
+	Secret   string `json:"secret"`
+}
+
+// Embedding is the embedding model for memory (§11.9).
+type Embedding struct {
+	Provider   string `json:"provider"`
+	Model      string `json:"model"`
+	Dimensions int    `json:"dimensions"`
+	Endpoint   string `json:"endpoint"`
+	Secret     string `json:"secret,omitempty"`
+}
+
+// Gateway is a Telegram bot instance (§19.1).
+type Gateway struct {
+	Type string `json:"type"`
+	// APIBase is the Bot API server; empty means DefaultTelegramAPI.
+	APIBase string `json:"api_base,omitempty"`
+	Secret  string `json:"secret"`
+}
+
+// DM binds a Telegram user on one bot; the DMs of a bot are its allowlist.
+type DM struct {
+	Gateway string `json:"gateway"`
+	// UserID is the Telegram user id, as a decimal string (ids need 64 bits).
+	UserID string `json:"user_id"`
+	Admin  bool   `json:"admin"`
+}
+
+// Postgres is where choird keeps sessions, events and memory (§23).
+type Postgres struct {
+	Host     string `json:"host"`
+	Port     int    `json:"port"`
+	Database string `json:"database"`
+	SSLMode  string `json:"sslmode,omitempty"`
+	PoolSize int    `json:"pool_size,omitempty"`
+	// Secret holds "user:password" of the admin role.
+	Secret string `json:"secret"`
+}
+
+// Agent is one agent definition: its repo and the resources it uses by default.
+type Agent struct {
+	Repo     Repo          `json:"repo"`
+	Defaults AgentDefaults `json:"defaults"`
+}
+
+// AgentDefaults names the resources an agent binds when started without
+// overrides (§6.4). Workspace, LLM, git identity and DM are required; the
+// others may be empty.
+type AgentDefaults struct {
+	Workspace    string `json:"workspace"`
+	LLM          string `json:"llm"`
+	VoiceProfile string `json:"voice_profile"`
+	GitIdentity  string `json:"git_identity"`
+	Notion       string `json:"notion"`
+	Email        string `json:"email"`
+	DM           string `json:"dm"`
+}

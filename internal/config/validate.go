@@ -1,0 +1,404 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NamePattern is what every resource and agent name must match: names become
+// Postgres schema and role names (choir_<name>), Docker labels and file names.
+var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
+
+var (
+	secretNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	outputFormatRE = regexp.MustCompile(`^(mp3|opus|pcm|ulaw|alaw)_[0-9]+(_[0-9]+)?$`)
+	sslModes       = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
+)
+
+// maxVectorDims is pgvector's limit for an HNSW-indexed vector column.
+const maxVectorDims = 2000
+
+// Validate checks what Parse cannot: names, references between resources,
+// secrets named in secrets.json, value ranges and tunables. It reports every
+// problem, sorted by path.
+func Validate(c *Config, secrets Secrets) error {
+	v := validator{c: c, secrets: secrets}
+	v.names()
+	v.repos()
+	v.workspaces()
+	v.models()
+	v.voices()
+	v.identities()
+	v.email()
+	v.searchAndEmbedding()
+	v.gateways()
+	v.postgres()
+	v.agents()
+	v.tunables()
+	return v.ps.sorted().Err()
+}
+
+type validator struct {
+	c       *Config
+	secrets Secrets
+	ps      Problems
+}
+
+func (v *validator) add(path, value, format string, args ...any) {
+	v.ps.add(ConfigFile, path, value, format, args...)
+}
+
+func sortedKeys[M ~map[string]V, V any](m M) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func (v *validator) names() {
+	c := v.c
+	check := func(section string, names []string) {
+		for _, n := range names {
+			if !NamePattern.MatchString(n) {
+				v.add(section, quote(n), "a name must be 1-48 characters of a-z, 0-9, '-' and '_', starting with a letter or digit (%s): it becomes a Postgres schema, a Docker label and a file name", NamePattern)
+			}
+		}
+	}
+	check("workspaces", sortedKeys(c.Workspaces))
+	check("models", sortedKeys(c.Models))
+	check("tts", sortedKeys(c.TTS))
+	check("voice_profiles", sortedKeys(c.VoiceProfiles))
+	check("git_identities", sortedKeys(c.GitIdentities))
+	check("notion_integrations", sortedKeys(c.NotionIntegrations))
+	check("email_accounts", sortedKeys(c.EmailAccounts))
+	check("search", sortedKeys(c.Search))
+	check("gateways", sortedKeys(c.Gateways))
+	check("dms", sortedKeys(c.DMs))
+	check("agents", sortedKeys(c.Agents))
+	// Agent names map to SQL identifiers with '-' → '_'; two must not meet.
+	seen := map[string]string{}
+	for _, n := range sortedKeys(c.Agents) {
+		sql := SchemaName(n)
+		if other, ok := seen[sql]; ok {
+			v.add("agents."+n, "", "agents %q and %q would share the Postgres schema %s; rename one", other, n, sql)
+		}
+		seen[sql] = n
+	}
+}
+
+// SchemaName is the Postgres schema and role of an agent (§23.0).
+func SchemaName(agent string) string {
+	return "choir_" + strings.ReplaceAll(agent, "-", "_")
+}
+
+func (v *validator) secret(path, name string, required bool) {
+	if name == "" {
+		if required {
+			v.add(path, `""`, "a secret name is required: name an entry of secrets.json (set it with `choirctl secret set <name>`)")
+		}
+		return
+	}
+	if _, ok := v.secrets[name]; !ok {
+		v.add(path, quote(name), "no secret named %q in secrets.json: run `choirctl secret set %s`", name, name)
+	}
+}
+
+// ref checks a reference to a named resource of the given kind (singular).
+func (v *validator) ref(path, name, kind string, have []string, required bool) {
+	if name == "" {
+		if required {
+			v.add(path, `""`, "required: name a %s (have: %s)", kind, list(have))
+		}
+		return
+	}
+	if !slices.Contains(have, name) {
+		v.add(path, quote(name), "no %s named %q (have: %s)", kind, name, list(have))
+	}
+}
+
+func list(names []string) string {
+	if len(names) == 0 {
+		return "none configured"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (v *validator) url(path, raw string, required bool) {
+	if raw == "" {
+		if required {
+			v.add(path, `""`, "required: an http:// or https:// URL")
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.add(path, quote(raw), "want an absolute http:// or https:// URL")
+	}
+}
+
+func (v *validator) nonEmpty(path, s, what string) {
+	if strings.TrimSpace(s) == "" {
+		v.add(path, quote(s), "required: %s", what)
+	}
+}
+
+func (v *validator) port(path string, p int) {
+	if p < 1 || p > 65535 {
+		v.add(path, strconv.Itoa(p), "want a TCP port between 1 and 65535")
+	}
+}
+
+func (v *validator) between(path string, x, lo, hi float64) {
+	if x < lo || x > hi {
+		v.add(path, strconv.FormatFloat(x, 'g', -1, 64), "want a number between %g and %g", lo, hi)
+	}
+}
+
+func (v *validator) atLeast(path string, x, lo int, why string) {
+	if x < lo {
+		v.add(path, strconv.Itoa(x), "want at least %d%s", lo, why)
+	}
+}
+
+func (v *validator) repos() {
+	if len(v.c.Agents) > 0 && v.c.GlobalRepo.URL == "" {
+		v.add("global_repo.url", `""`, "required once agents are defined: the git URL or local path of the global repo (tools, skills, identity, Dockerfile.base)")
+	}
+}
+
+func (v *validator) workspaces() {
+	byPath := map[string]string{}
+	for _, name := range sortedKeys(v.c.Workspaces) {
+		p := v.c.Workspaces[name].Path
+		path := "workspaces." + name + ".path"
+		switch {
+		case p == "":
+			v.add(path, `""`, "required: an absolute host directory")
+		case !filepath.IsAbs(p):
+			v.add(path, quote(p), "want an absolute path (a workspace is a host directory)")
+		case filepath.Clean(p) == "/":
+			v.add(path, quote(p), "the root directory cannot be a workspace")
+		default:
+			clean := filepath.Clean(p)
+			if other, ok := byPath[clean]; ok {
+				v.add(path, quote(p), "workspace %q already uses this directory; each workspace needs its own", other)
+			}
+			byPath[clean] = name
+		}
+	}
+}
+
+func (v *validator) models() {
+	for _, name := range sortedKeys(v.c.Models) {
+		m, p := v.c.Models[name], "models."+name
+		v.nonEmpty(p+".provider", m.Provider, "a provider label such as openrouter, openai, vllm or ollama")
+		v.nonEmpty(p+".model", m.Model, "the model id the endpoint expects")
+		v.url(p+".endpoint", m.Endpoint, true)
+		if t, ok := m.Temperature.Get(); ok {
+			v.between(p+".temperature", t, 0, 2)
+		}
+		if e, ok := m.ReasoningEffort.Get(); ok && strings.TrimSpace(e) == "" {
+			v.add(p+".reasoning_effort", `""`, "use null to send no reasoning effort, or a level such as low, medium or high")
+		}
+		v.atLeast(p+".context_window", m.ContextWindow, 1024, " tokens")
+		v.secret(p+".secret", m.Secret, false)
+	}
+	for _, name := range sortedKeys(v.c.TTS) {
+		t, p := v.c.TTS[name], "tts."+name
+		if t.Provider != "elevenlabs" {
+			v.add(p+".provider", quote(t.Provider), "v1 supports only \"elevenlabs\"")
+		}
+		v.nonEmpty(p+".model_id", t.ModelID, "the ElevenLabs model id, e.g. eleven_multilingual_v2")
+		v.url(p+".endpoint", t.Endpoint, true)
+		v.secret(p+".secret", t.Secret, true)
+	}
+}
+
+func (v *validator) voices() {
+	tts := sortedKeys(v.c.TTS)
+	for _, name := range sortedKeys(v.c.VoiceProfiles) {
+		vp, p := v.c.VoiceProfiles[name], "voice_profiles."+name
+		v.ref(p+".tts", vp.TTS, "tts provider", tts, true)
+		v.nonEmpty(p+".voice_id", vp.VoiceID, "the ElevenLabs voice id")
+		if !outputFormatRE.MatchString(vp.OutputFormat) {
+			v.add(p+".output_format", quote(vp.OutputFormat), "want an ElevenLabs output format such as mp3_44100_128 or opus_48000_128")
+		}
+		s := vp.VoiceSettings
+		v.between(p+".voice_settings.stability", s.Stability, 0, 1)
+		v.between(p+".voice_settings.similarity_boost", s.SimilarityBoost, 0, 1)
+		v.between(p+".voice_settings.style", s.Style, 0, 1)
+		v.between(p+".voice_settings.speed", s.Speed, 0.5, 2)
+	}
+}
+
+func (v *validator) identities() {
+	for _, name := range sortedKeys(v.c.GitIdentities) {
+		g, p := v.c.GitIdentities[name], "git_identities."+name
+		v.nonEmpty(p+".name", g.Name, "the commit author name")
+		if a, err := mail.ParseAddress(g.Email); err != nil || a.Address != g.Email {
+			v.add(p+".email", quote(g.Email), "want a plain email address such as dev@example.com")
+		}
+		v.secret(p+".secret", g.Secret, true)
+	}
+	for _, name := range sortedKeys(v.c.NotionIntegrations) {
+		v.secret("notion_integrations."+name+".secret", v.c.NotionIntegrations[name].Secret, true)
+	}
+}
+
+func (v *validator) email() {
+	for _, name := range sortedKeys(v.c.EmailAccounts) {
+		e, p := v.c.EmailAccounts[name], "email_accounts."+name
+		v.nonEmpty(p+".smtp_host", e.SMTPHost, "the SMTP server host")
+		v.port(p+".smtp_port", e.SMTPPort)
+		v.nonEmpty(p+".imap_host", e.IMAPHost, "the IMAP server host")
+		v.port(p+".imap_port", e.IMAPPort)
+		if e.Sharing != SharingExclusive && e.Sharing != SharingShared {
+			v.add(p+".sharing", quote(e.Sharing), "want \"exclusive\" (leased to one agent) or \"shared\"")
+		}
+		v.secret(p+".secret", e.Secret, true)
+	}
+}
+
+func (v *validator) searchAndEmbedding() {
+	for _, name := range sortedKeys(v.c.Search) {
+		s, p := v.c.Search[name], "search."+name
+		v.url(p+".endpoint", s.Endpoint, false)
+		v.secret(p+".secret", s.Secret, true)
+	}
+	if e := v.c.Embedding; e != nil {
+		v.nonEmpty("embedding.provider", e.Provider, "a provider label such as openrouter")
+		v.nonEmpty("embedding.model", e.Model, "the embedding model id, e.g. text-embedding-3-small")
+		if e.Dimensions < 1 || e.Dimensions > maxVectorDims {
+			v.add("embedding.dimensions", strconv.Itoa(e.Dimensions), "want 1 to %d (pgvector indexes at most %d dimensions with HNSW)", maxVectorDims, maxVectorDims)
+		}
+		v.url("embedding.endpoint", e.Endpoint, true)
+		v.secret("embedding.secret", e.Secret, false)
+	}
+}
+
+func (v *validator) gateways() {
+	for _, name := range sortedKeys(v.c.Gateways) {
+		g, p := v.c.Gateways[name], "gateways."+name
+		if g.Type != "telegram" {
+			v.add(p+".type", quote(g.Type), "v1 supports only \"telegram\"")
+		}
+		v.url(p+".api_base", g.APIBase, false)
+		v.secret(p+".secret", g.Secret, true)
+	}
+	gws := sortedKeys(v.c.Gateways)
+	seen := map[string]string{}
+	for _, name := range sortedKeys(v.c.DMs) {
+		d, p := v.c.DMs[name], "dms."+name
+		v.ref(p+".gateway", d.Gateway, "gateway", gws, true)
+		id, err := strconv.ParseInt(d.UserID, 10, 64)
+		if err != nil || id <= 0 {
+			v.add(p+".user_id", quote(d.UserID), "want the Telegram user id as a decimal string, e.g. \"123456789\"")
+			continue
+		}
+		key := d.Gateway + "/" + d.UserID
+		if other, ok := seen[key]; ok {
+			v.add(p, "", "DM %q already binds user %s on gateway %q; a user has one DM per bot", other, d.UserID, d.Gateway)
+		}
+		seen[key] = name
+	}
+}
+
+func (v *validator) postgres() {
+	pg := v.c.Postgres
+	v.nonEmpty("postgres.host", pg.Host, "the Postgres host (with pgvector installed)")
+	v.port("postgres.port", pg.Port)
+	v.nonEmpty("postgres.database", pg.Database, "the database name (create it first; choird creates the schemas)")
+	if !slices.Contains(sslModes, pg.SSLMode) {
+		v.add("postgres.sslmode", quote(pg.SSLMode), "want one of %s", strings.Join(sslModes, ", "))
+	}
+	v.atLeast("postgres.pool_size", pg.PoolSize, 1, " connection")
+	v.secret("postgres.secret", pg.Secret, true)
+	if s, ok := v.secrets[pg.Secret]; ok && pg.Secret != "" && !strings.Contains(s, ":") {
+		v.add("postgres.secret", quote(pg.Secret), "the secret's value must be \"user:password\" (value not shown)")
+	}
+}
+
+func (v *validator) agents() {
+	c := v.c
+	ws, models, voices := sortedKeys(c.Workspaces), sortedKeys(c.Models), sortedKeys(c.VoiceProfiles)
+	ids, notion, email, dms := sortedKeys(c.GitIdentities), sortedKeys(c.NotionIntegrations), sortedKeys(c.EmailAccounts), sortedKeys(c.DMs)
+	for _, name := range sortedKeys(c.Agents) {
+		a, p := c.Agents[name], "agents."+name+".defaults"
+		d := a.Defaults
+		v.ref(p+".workspace", d.Workspace, "workspace", ws, true)
+		v.ref(p+".llm", d.LLM, "model", models, true)
+		v.ref(p+".voice_profile", d.VoiceProfile, "voice profile", voices, false)
+		v.ref(p+".git_identity", d.GitIdentity, "git identity", ids, true)
+		v.ref(p+".notion", d.Notion, "notion integration", notion, false)
+		v.ref(p+".email", d.Email, "email account", email, false)
+		v.ref(p+".dm", d.DM, "dm", dms, true)
+	}
+}
+
+func (v *validator) tunables() {
+	t := v.c.Tunables
+	v.atLeast("heartbeat_interval_ms", t.HeartbeatIntervalMS, 100, " ms")
+	if t.CrashDetectionThresholdMS < 2*t.HeartbeatIntervalMS {
+		v.add("crash_detection_threshold_ms", strconv.Itoa(t.CrashDetectionThresholdMS),
+			"must be at least 2 × heartbeat_interval_ms (%d) to avoid false crash detections", 2*t.HeartbeatIntervalMS)
+	}
+	v.atLeast("rate_limit_retry_ms", t.RateLimitRetryMS, 0, " ms")
+	v.atLeast("log_archive_threshold_lines", t.LogArchiveThresholdLines, 100, " lines")
+	v.atLeast("approval_timeout_ms", t.ApprovalTimeoutMS, 1000, " ms")
+	v.atLeast("mid_term_sessions", t.MidTermSessions, 1, " session")
+	v.atLeast("event_window", t.EventWindow, 1, " event")
+	v.atLeast("session_summary_timeout_ms", t.SessionSummaryTimeoutMS, 1000, " ms")
+	if t.CompactionThresholdPercent < 1 || t.CompactionThresholdPercent > 100 {
+		v.add("compaction_threshold_percent", strconv.Itoa(t.CompactionThresholdPercent), "want a percentage between 1 and 100")
+	}
+	b := t.Budgets
+	for _, f := range []struct {
+		name string
+		val  int
+		min  int
+	}{
+		{"max_core_jobs", b.MaxCoreJobs, 1},
+		{"total_session_tokens", b.TotalSessionTokens, 1},
+		{"max_tool_calls_per_session", b.MaxToolCallsPerSession, 1},
+		{"per_job_max_steps", b.PerJobMaxSteps, 1},
+		{"per_job_max_tool_calls", b.PerJobMaxToolCalls, 1},
+		{"per_job_wall_time_ms", b.PerJobWallTimeMS, 1000},
+		{"per_job_max_injections", b.PerJobMaxInjections, 0},
+		{"per_step_skill_retries", b.PerStepSkillRetries, 0},
+		{"tool_call_timeout_ms", b.ToolCallTimeoutMS, 100},
+		{"llm_call_timeout_ms", b.LLMCallTimeoutMS, 100},
+	} {
+		v.atLeast("budgets."+f.name, f.val, f.min, "")
+	}
+}
+
+// Counts summarises the loaded resources for status and the ready log line.
+func (c *Config) Counts() map[string]int {
+	return map[string]int{
+		"agents": len(c.Agents), "workspaces": len(c.Workspaces), "models": len(c.Models),
+		"tts": len(c.TTS), "voice_profiles": len(c.VoiceProfiles), "git_identities": len(c.GitIdentities),
+		"notion_integrations": len(c.NotionIntegrations), "email_accounts": len(c.EmailAccounts),
+		"search": len(c.Search), "gateways": len(c.Gateways), "dms": len(c.DMs),
+	}
+}
+
+// String keeps fmt from printing a config wholesale by accident in logs.
+func (s Secrets) String() string { return fmt.Sprintf("secrets(%d names)", len(s)) }
+
+// Names lists the secret names, sorted; values stay where they are.
+func (s Secrets) Names() []string { return sortedKeys(s) }
+
+// GoString keeps %#v from printing secret values.
+func (s Secrets) GoString() string { return s.String() }
+
+// LogValue keeps slog from printing secret values.
+func (s Secrets) LogValue() slog.Value { return slog.StringValue(s.String()) }
