@@ -1,0 +1,80 @@
+package rpc
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// maxSocketPath is the longest Unix socket path Linux accepts (sun_path).
+const maxSocketPath = 107
+
+// ListenUnix listens on a Unix socket with mode 0600. Its directory is made
+// 0700 first so the socket is never reachable by others, even before chmod.
+// A stale socket from a dead process is replaced; a live one is refused.
+func ListenUnix(path string) (net.Listener, error) {
+	if len(path) > maxSocketPath {
+		return nil, fmt.Errorf("socket path %s is %d bytes; Unix sockets allow %d: use a shorter home directory", path, len(path), maxSocketPath)
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("restrict socket directory: %w", err)
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("%s exists and is not a socket: move it away", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("%s is in use: is another choird running with this home?", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale socket: %w", err)
+		}
+	}
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		l.Close()
+		return nil, fmt.Errorf("restrict socket: %w", err)
+	}
+	return l, nil
+}
+
+// ListenTCP listens for the HTTP transport. With a certificate and key it
+// serves TLS; without, it refuses any address that is not loopback, since
+// lease tokens must not cross a network in the clear.
+func ListenTCP(addr, certFile, keyFile string) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--listen %q: %w", addr, err)
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if certFile == "" && !isLoopback(host) {
+		return nil, fmt.Errorf("--listen %s without --tls-cert/--tls-key is refused: plaintext is allowed only on a loopback address (127.0.0.1:port)", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	if certFile == "" {
+		return l, nil
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		l.Close()
+		return nil, fmt.Errorf("load TLS certificate: %w", err)
+	}
+	return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+}

@@ -1,0 +1,290 @@
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"time"
+)
+
+// Header names of the envelope.
+const (
+	HeaderRequestID = "X-Choir-Request-Id"
+	HeaderSessionID = "X-Choir-Session-Id"
+)
+
+// Server is the agent-facing endpoint: one http.Handler mounted unchanged on
+// every transport. It owns the table of open sessions (their lease tokens,
+// rate limits and push channels); the lifecycle opens a session when it
+// starts a container and closes it when the session ends.
+type Server struct {
+	handler ControlPlaneHandler
+	limits  Limits
+	log     *slog.Logger
+	now     func() time.Time
+	verbs   map[Verb]func(ctx context.Context, body []byte) (any, error)
+	sessions
+}
+
+// NewServer returns a Server dispatching to h.
+func NewServer(h ControlPlaneHandler, limits Limits, log *slog.Logger) *Server {
+	s := &Server{handler: h, limits: limits, log: log, now: time.Now, sessions: sessions{m: map[string]*session{}}}
+	s.verbs = map[Verb]func(context.Context, []byte) (any, error){
+		VerbInitHello:          bind(h.HandleInitHello),
+		VerbGetSecrets:         bind(h.HandleSecrets),
+		VerbHeartbeat:          bind(h.HandleHeartbeat),
+		VerbRequestApproval:    bind(h.HandleApproval),
+		VerbReportStatus:       bind(h.HandleStatus),
+		VerbTerminateSelf:      bind(h.HandleTerminate),
+		VerbFetchDynamicConfig: bind(h.HandleFetchConfig),
+		VerbExecuteHostTool:    bind(h.HandleHostTool),
+	}
+	return s
+}
+
+// bind adapts a typed handler method to the generic dispatch table.
+func bind[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(context.Context, []byte) (any, error) {
+	return func(ctx context.Context, body []byte) (any, error) {
+		var req Req
+		if err := DecodeStrict(body, &req); err != nil {
+			return nil, Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
+		}
+		return f(ctx, req)
+	}
+}
+
+// DecodeStrict decodes one JSON value into v, refusing unknown fields and
+// trailing data. It is the request decoder of every verb.
+func DecodeStrict(body []byte, v any) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return errors.New("empty body: want a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("malformed JSON payload: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("malformed JSON payload: data after the JSON value")
+	}
+	return nil
+}
+
+// Open admits a session: calls bearing token for sessionID are accepted
+// until Close. Only a hash of the token is kept.
+func (s *Server) Open(sessionID, token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.m[sessionID]; old != nil {
+		old.events.close()
+	}
+	s.m[sessionID] = &session{tokenHash: sha256Sum(token), events: newEventLog(s.limits.EventBacklog)}
+}
+
+// Close revokes a session's token and ends its push streams. Calls with the
+// token afterwards get 401.
+func (s *Server) Close(sessionID string) {
+	s.mu.Lock()
+	sess := s.m[sessionID]
+	delete(s.m, sessionID)
+	s.mu.Unlock()
+	if sess != nil {
+		sess.events.close()
+	}
+}
+
+// Publish queues a push event for a session and returns its id; false when
+// the session is not open.
+func (s *Server) Publish(sessionID, typ string, data any) (string, bool) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return "", false
+	}
+	s.mu.Lock()
+	sess := s.m[sessionID]
+	s.mu.Unlock()
+	if sess == nil {
+		return "", false
+	}
+	return sess.events.publish(typ, raw)
+}
+
+// ServeHTTP routes POST /rpc/<VERB> and GET /events.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sess, sessionID, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	if !s.admit(w, sess) {
+		return
+	}
+	switch {
+	case r.URL.Path == "/events":
+		if r.Method != http.MethodGet {
+			writeError(w, Errorf(http.StatusMethodNotAllowed, CodeMethod, "GET /events"))
+			return
+		}
+		s.serveEvents(w, r, sess)
+	case strings.HasPrefix(r.URL.Path, "/rpc/"):
+		s.serveVerb(w, r, sessionID)
+	default:
+		writeError(w, Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint %s: use POST /rpc/<VERB> or GET /events", r.URL.Path))
+	}
+}
+
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*session, string, bool) {
+	sessionID := r.Header.Get(HeaderSessionID)
+	if sessionID == "" {
+		sessionID = r.URL.Query().Get("session_id")
+	}
+	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	sess := s.check(sessionID, token)
+	if sess == nil {
+		writeError(w, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized})
+		return nil, "", false
+	}
+	return sess, sessionID, true
+}
+
+func (s *Server) admit(w http.ResponseWriter, sess *session) bool {
+	s.mu.Lock()
+	ok, wait := sess.limiter.take(s.now(), s.limits.Rate, s.limits.Burst)
+	s.mu.Unlock()
+	if ok {
+		return true
+	}
+	secs := int(math.Ceil(wait.Seconds()))
+	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
+	writeError(w, Errorf(http.StatusTooManyRequests, CodeRateLimited, "more than %g requests per second from this session; retry after %ds", s.limits.Rate, max(secs, 1)))
+	return false
+}
+
+func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID string) {
+	verb := Verb(strings.TrimPrefix(r.URL.Path, "/rpc/"))
+	call, ok := s.verbs[verb]
+	if !ok {
+		writeError(w, Errorf(http.StatusNotFound, CodeUnknownVerb, "unknown verb %q", verb))
+		return
+	}
+	if r.Method != http.MethodPost {
+		writeError(w, Errorf(http.StatusMethodNotAllowed, CodeMethod, "use POST /rpc/%s", verb))
+		return
+	}
+	reqID := r.Header.Get(HeaderRequestID)
+	if reqID == "" {
+		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "missing %s header", HeaderRequestID))
+		return
+	}
+	w.Header().Set(HeaderRequestID, reqID)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limits.MaxPayload))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload larger than %d bytes", s.limits.MaxPayload))
+			return
+		}
+		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "read body: %v", err))
+		return
+	}
+	ctx := WithCall(r.Context(), Call{RequestID: reqID, SessionID: sessionID})
+	resp, err := call(ctx, body)
+	if err != nil {
+		var rerr *Error
+		if !errors.As(err, &rerr) {
+			s.log.Error("rpc handler failed", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "error", err.Error())
+			rerr = Errorf(http.StatusInternalServerError, CodeInternal, "%s failed: %v", verb, err)
+		}
+		writeError(w, rerr)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *session) {
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, Errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported"))
+		return
+	}
+	var after uint64
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		n, err := strconv.ParseUint(last, 10, 64)
+		if err != nil {
+			writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %q is not an event id", last))
+			return
+		}
+		after = n
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	keepalive := time.NewTicker(s.limits.Keepalive)
+	defer keepalive.Stop()
+	first := true
+	for {
+		evs, gap, wake, closed := sess.events.since(after)
+		if gap && first {
+			writeSSE(w, PushEvent{Type: EventGap, Data: json.RawMessage(`{}`)})
+		}
+		first = false
+		for _, ev := range evs {
+			writeSSE(w, ev)
+			after, _ = strconv.ParseUint(ev.ID, 10, 64)
+		}
+		flusher.Flush()
+		if closed {
+			return
+		}
+		select {
+		case <-r.Context().Done():
+			return
+		case <-wake:
+		case <-keepalive.C:
+			io.WriteString(w, ": keepalive\n\n")
+			flusher.Flush()
+		}
+	}
+}
+
+func writeSSE(w io.Writer, ev PushEvent) {
+	var b bytes.Buffer
+	if ev.ID != "" {
+		b.WriteString("id: " + ev.ID + "\n")
+	}
+	b.WriteString("event: " + ev.Type + "\n")
+	b.WriteString("data: ")
+	b.Write(compact(ev.Data))
+	b.WriteString("\n\n")
+	w.Write(b.Bytes())
+}
+
+func compact(raw json.RawMessage) []byte {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return []byte("null")
+	}
+	return b.Bytes()
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, e *Error) {
+	if e.Status == 0 {
+		e.Status = http.StatusInternalServerError
+	}
+	writeJSON(w, e.Status, errorBody{Error: e})
+}

@@ -1,0 +1,105 @@
+package rpc
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"math"
+	"sync"
+	"time"
+)
+
+// NewToken returns a lease token: 256 random bits, hex-encoded.
+func NewToken() string {
+	var b [32]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// NewRequestID returns a random UUID (version 4).
+func NewRequestID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+}
+
+// session is what the server keeps per open session: the hash of its lease
+// token (never the token), its rate limiter and its push channel.
+type session struct {
+	tokenHash [sha256.Size]byte
+	limiter   bucket
+	events    *eventLog
+}
+
+// Limits bound what one session may send.
+type Limits struct {
+	// MaxPayload is the largest request body accepted (413 beyond).
+	MaxPayload int64
+	// Rate and Burst define each session's token bucket (429 beyond).
+	Rate  float64 // requests per second
+	Burst int
+	// EventBacklog is how many recent push events a session keeps for
+	// resumption with Last-Event-ID.
+	EventBacklog int
+	// Keepalive is the idle interval between SSE comment lines.
+	Keepalive time.Duration
+}
+
+// DefaultLimits suit one agent: heartbeats every few seconds, bursts of tool
+// calls, event batches of a few MiB at most.
+func DefaultLimits() Limits {
+	return Limits{MaxPayload: 4 << 20, Rate: 50, Burst: 200, EventBacklog: 256, Keepalive: 15 * time.Second}
+}
+
+// bucket is a token bucket; the caller holds the server's lock.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// take spends one token, or says how long until one is available.
+func (b *bucket) take(now time.Time, rate float64, burst int) (ok bool, wait time.Duration) {
+	if b.last.IsZero() {
+		b.tokens = float64(burst)
+	} else {
+		b.tokens = math.Min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*rate)
+	}
+	b.last = now
+	if b.tokens >= 1 {
+		b.tokens--
+		return true, 0
+	}
+	return false, time.Duration((1 - b.tokens) / rate * float64(time.Second))
+}
+
+// sessions is the table of open sessions.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*session
+}
+
+// dummyHash is compared against when the session is unknown, so that an
+// unknown session and a wrong token take the same time.
+var dummyHash = sha256.Sum256([]byte("choir: no such session"))
+
+// check authenticates a token for a session in constant time.
+func (s *sessions) check(sessionID, token string) *session {
+	got := sha256.Sum256([]byte(token))
+	s.mu.Lock()
+	sess := s.m[sessionID]
+	s.mu.Unlock()
+	want := dummyHash
+	if sess != nil {
+		want = sess.tokenHash
+	}
+	if subtle.ConstantTimeCompare(got[:], want[:]) != 1 || sess == nil || token == "" {
+		return nil
+	}
+	return sess
+}
+
+func sha256Sum(s string) [sha256.Size]byte { return sha256.Sum256([]byte(s)) }

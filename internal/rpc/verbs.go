@@ -1,0 +1,196 @@
+package rpc
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Verb names an RPC; it is the last path element of POST /rpc/<VERB>.
+type Verb string
+
+// The verbs of §12.5.
+const (
+	VerbInitHello          Verb = "INIT_HELLO"
+	VerbGetSecrets         Verb = "GET_SECRETS"
+	VerbHeartbeat          Verb = "HEARTBEAT"
+	VerbRequestApproval    Verb = "REQUEST_APPROVAL"
+	VerbReportStatus       Verb = "REPORT_STATUS"
+	VerbTerminateSelf      Verb = "TERMINATE_SELF"
+	VerbFetchDynamicConfig Verb = "FETCH_DYNAMIC_CONFIG"
+	VerbExecuteHostTool    Verb = "EXECUTE_HOST_TOOL"
+)
+
+// Verbs lists every verb, in the design's order.
+var Verbs = []Verb{
+	VerbInitHello, VerbGetSecrets, VerbHeartbeat, VerbRequestApproval,
+	VerbReportStatus, VerbTerminateSelf, VerbFetchDynamicConfig, VerbExecuteHostTool,
+}
+
+// Envelope is the logical envelope every call carries. Over HTTP its first
+// three fields travel as headers and the verb as the path; it exists as a
+// type so that a future transport carries the same fields.
+type Envelope struct {
+	RequestID  string          `json:"request_id"`
+	SessionID  string          `json:"session_id"`
+	LeaseToken string          `json:"lease_token"`
+	Verb       Verb            `json:"verb"`
+	Payload    json.RawMessage `json:"payload"`
+}
+
+// ResourceBindings are the named resources a session holds (§23.1).
+type ResourceBindings struct {
+	Workspace    string `json:"workspace"`
+	LLM          string `json:"llm"`
+	VoiceProfile string `json:"voice_profile,omitempty"`
+	GitIdentity  string `json:"git_identity"`
+	Notion       string `json:"notion,omitempty"`
+	Email        string `json:"email,omitempty"`
+	DM           string `json:"dm"`
+}
+
+// Event is one committed event of the arbiter's log as it is replicated.
+// Hash chains the log: Hash = SHA-256(previous hash ‖ canonical event).
+type Event struct {
+	Rev     int64           `json:"rev"`
+	Type    string          `json:"type"`
+	Lane    string          `json:"lane,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Hash    string          `json:"hash"`
+	Time    time.Time       `json:"time"`
+}
+
+// InitHelloReq opens a session: the agent says who it is and what image it runs.
+type InitHelloReq struct {
+	AgentID           string `json:"agent_id"`
+	SessionID         string `json:"session_id"`
+	ImageVersion      string `json:"image_version"`
+	ToolManifestHash  string `json:"tool_manifest_hash"`
+	SkillManifestHash string `json:"skill_manifest_hash"`
+}
+
+// Init statuses.
+const (
+	InitFresh   = "fresh"   // start a new session
+	InitRecover = "recover" // rehydrate from Snapshot and TailEvents
+)
+
+// InitHelloResp tells the agent its bindings and, when recovering, the state
+// to rehydrate to (the last host-acknowledged revision).
+type InitHelloResp struct {
+	Status           string           `json:"status"`
+	LeaseToken       string           `json:"lease_token"`
+	ResourceBindings ResourceBindings `json:"resource_bindings"`
+	Snapshot         json.RawMessage  `json:"snapshot,omitempty"`
+	TailEvents       []Event          `json:"tail_events,omitempty"`
+	ConfigVersion    int64            `json:"config_version"`
+}
+
+// SecretReq asks for secrets by name; only those of the session's bound
+// resources are granted.
+type SecretReq struct {
+	Resources []string `json:"resources"`
+}
+
+// SecretResp carries secret values. It must never be logged.
+type SecretResp struct {
+	Secrets map[string]string `json:"secrets"`
+}
+
+// HeartbeatReq replicates committed events: Patches are the ordered,
+// contiguous events after BaseRev up to NewRev.
+type HeartbeatReq struct {
+	BaseRev       int64     `json:"base_rev"`
+	NewRev        int64     `json:"new_rev"`
+	Patches       []Event   `json:"patches"`
+	ConfigVersion int64     `json:"config_version"`
+	HashPrev      string    `json:"hash_prev"`
+	HashNew       string    `json:"hash_new"`
+	Timestamp     time.Time `json:"timestamp"`
+	// Snapshot is the working-memory snapshot (§13.4), sent periodically.
+	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	// Final marks the last heartbeat of a graceful stop; Summary is the
+	// session summary generated for it, when there is one (§11.8).
+	Final   bool            `json:"final,omitempty"`
+	Summary json.RawMessage `json:"summary,omitempty"`
+}
+
+// HeartbeatResp acknowledges a revision and says which config is current.
+type HeartbeatResp struct {
+	AckRev              int64 `json:"ack_rev"`
+	ConfigVersionLatest int64 `json:"config_version_latest"`
+}
+
+// Approval statuses.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalRejected = "rejected"
+)
+
+// ApprovalReq proposes a capability change for a human to decide.
+type ApprovalReq struct {
+	RequestType string          `json:"request_type"`
+	Payload     json.RawMessage `json:"payload"`
+}
+
+// ApprovalResp identifies the stored request and its status.
+type ApprovalResp struct {
+	ApprovalID string `json:"approval_id"`
+	Status     string `json:"status"`
+}
+
+// StatusReq reports a lane's state for `choirctl agent status`.
+type StatusReq struct {
+	Lane            string           `json:"lane"`
+	State           string           `json:"state"`
+	Skill           string           `json:"skill,omitempty"`
+	Step            int              `json:"step,omitempty"`
+	BudgetRemaining map[string]int64 `json:"budget_remaining,omitempty"`
+}
+
+// StatusResp acknowledges a status report.
+type StatusResp struct {
+	Ack bool `json:"ack"`
+}
+
+// TerminateReq says the agent is exiting and why.
+type TerminateReq struct {
+	Reason string `json:"reason"`
+}
+
+// TerminateResp acknowledges; the lease token is revoked after it.
+type TerminateResp struct {
+	Ack bool `json:"ack"`
+}
+
+// ConfigReq asks for the hot-reloadable config when the agent is behind.
+type ConfigReq struct {
+	CurrentConfigVersion int64 `json:"current_config_version"`
+}
+
+// ConfigResp carries the whole current config blob, or none when the agent
+// is current. The agent swaps it in atomically.
+type ConfigResp struct {
+	ConfigVersion int64           `json:"config_version"`
+	Config        json.RawMessage `json:"config,omitempty"`
+}
+
+// Host tool statuses.
+const (
+	ToolSuccess = "success"
+	ToolError   = "error"
+)
+
+// HostToolReq runs a tool that needs the host (browser, memory).
+type HostToolReq struct {
+	ToolName string          `json:"tool_name"`
+	CallID   string          `json:"call_id"`
+	Input    json.RawMessage `json:"input"`
+}
+
+// HostToolResp is the tool's result.
+type HostToolResp struct {
+	CallID string          `json:"call_id"`
+	Status string          `json:"status"`
+	Output json.RawMessage `json:"output"`
+}
