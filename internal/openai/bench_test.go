@@ -1,0 +1,29 @@
+package openai_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	"choir/internal/openai"
+	"choir/testkit/openaitest"
+)
+
+// BenchmarkChatRoundTrip measures one chat call with two tools offered and a
+// tool call answered, against the fake on loopback: encoding, HTTP, the
+// fake's own decoding and checks, and decoding the answer.
+func BenchmarkChatRoundTrip(b *testing.B) {
+	s := openaitest.New(b)
+	c := newClient(b, s)
+	req := userAsks("Read the readme.")
+	params := json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`)
+	req.Tools = []openai.Tool{{Name: "choir_fs_read", Parameters: params}, {Name: "choir_fs_write", Parameters: params}}
+	call := openaitest.ToolCall{ID: "call_1", Name: "choir_fs_read", Arguments: `{"path":"README.md"}`}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Expect(openaitest.Chat().ReplyToolCalls(call))
+		resp, err := c.Chat(b.Context(), req)
+		if err != nil || len(resp.ToolCalls) != 1 {
+			b.Fatalf("Chat = %+v, %v", resp, err)
+		}
+	}
+}
