@@ -24,6 +24,7 @@ type File struct {
 	lines      int
 	now        func() time.Time
 	onError    func(error)
+	mirror     io.Writer // also receives every (redacted) write, e.g. stderr
 }
 
 // OpenFile opens (creating, 0600) the log at path. Archives go to archiveDir.
@@ -86,6 +87,9 @@ func (lf *File) Write(p []byte) (int, error) {
 	}
 	if _, err := lf.f.Write(out); err != nil {
 		return 0, err
+	}
+	if lf.mirror != nil {
+		lf.mirror.Write(out)
 	}
 	lf.lines += bytes.Count(out, []byte{'\n'})
 	return len(p), nil
@@ -197,4 +201,18 @@ func (lf *File) Close() error {
 	err := lf.f.Close()
 	lf.f = nil
 	return err
+}
+
+// SetThreshold changes the line count past which the file is archived.
+func (lf *File) SetThreshold(lines int) {
+	lf.mu.Lock()
+	lf.threshold = lines
+	lf.mu.Unlock()
+}
+
+// Mirror sends every line written to the file to w as well.
+func (lf *File) Mirror(w io.Writer) {
+	lf.mu.Lock()
+	lf.mirror = w
+	lf.mu.Unlock()
 }

@@ -88,3 +88,7 @@ func (m *Manager) Close() error {
 	}
 	return m.choird.Close()
 }
+
+// SetThreshold changes choird.log's archive threshold (config is read after
+// the log is opened).
+func (m *Manager) SetThreshold(lines int) { m.choird.SetThreshold(lines) }

@@ -2,6 +2,7 @@ package logs
 
 import (
 	"encoding/json"
+	"io"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -59,4 +60,19 @@ func (r *Redactor) String(s string) string {
 		return rep.Replace(s)
 	}
 	return s
+}
+
+// Writer returns w with every write passed through r.
+func (r *Redactor) Writer(w io.Writer) io.Writer { return redactWriter{r: r, w: w} }
+
+type redactWriter struct {
+	r *Redactor
+	w io.Writer
+}
+
+func (rw redactWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(rw.w, rw.r.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

@@ -1,0 +1,172 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"syscall"
+)
+
+// EditSecrets changes secrets.json under an exclusive lock: it reads the
+// file, lets edit change the map, and rewrites it atomically with mode 0600.
+// Concurrent editors are serialised; a failing edit writes nothing.
+func EditSecrets(home Home, edit func(Secrets) error) error {
+	lock, err := os.OpenFile(home.SecretsPath()+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("lock secrets: %w", err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		return fmt.Errorf("lock secrets: %w", err)
+	}
+	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	s, err := LoadSecrets(home)
+	if err != nil {
+		return err
+	}
+	if err := edit(s); err != nil {
+		return err
+	}
+	return WriteFileAtomic(home.SecretsPath(), MarshalSecrets(s), 0o600)
+}
+
+// MarshalSecrets renders secrets.json with sorted names.
+func MarshalSecrets(s Secrets) []byte {
+	names := s.Names()
+	var b bytes.Buffer
+	b.WriteString("{")
+	for i, n := range names {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n  ")
+		b.Write(jsonString(n))
+		b.WriteString(": ")
+		b.Write(jsonString(s[n]))
+	}
+	if len(names) > 0 {
+		b.WriteString("\n")
+	}
+	b.WriteString("}\n")
+	return b.Bytes()
+}
+
+// ValidSecretName reports whether name can be a secret name.
+func ValidSecretName(name string) error {
+	if !secretNameRE.MatchString(name) {
+		return fmt.Errorf("secret name %q: want 1-128 characters of A-Z, a-z, 0-9, '.', '-' and '_', starting with a letter or digit", name)
+	}
+	return nil
+}
+
+func jsonString(s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// AddAgent inserts a placeholder agent entry (§17.8) into config.json's text,
+// keeping every other key and its order. It refuses an existing id.
+func AddAgent(data []byte, id string, repoURL string) ([]byte, error) {
+	if !NamePattern.MatchString(id) {
+		return nil, fmt.Errorf("agent id %q: want 1-48 characters of a-z, 0-9, '-' and '_', starting with a letter or digit", id)
+	}
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
+	}
+	if tree.kind != 'o' {
+		return nil, fmt.Errorf("%s: the top level is not an object", ConfigFile)
+	}
+	agents := tree.field("agents")
+	if agents == nil {
+		agents = &node{kind: 'o'}
+		tree.keys, tree.vals = append(tree.keys, "agents"), append(tree.vals, agents)
+	}
+	if agents.kind != 'o' {
+		return nil, fmt.Errorf("%s: agents is not an object", ConfigFile)
+	}
+	if agents.field(id) != nil {
+		return nil, fmt.Errorf("agent %q already exists in %s", id, ConfigFile)
+	}
+	str := func(s string) *node { return &node{kind: 's', str: s} }
+	entry := &node{kind: 'o',
+		keys: []string{"repo", "defaults"},
+		vals: []*node{
+			{kind: 'o', keys: []string{"url", "ref"}, vals: []*node{str(repoURL), str(DefaultRef)}},
+			{kind: 'o',
+				keys: []string{"workspace", "llm", "voice_profile", "git_identity", "notion", "email", "dm"},
+				vals: []*node{str(""), str(""), str(""), str(""), str(""), str(""), str("")}},
+		},
+	}
+	agents.keys, agents.vals = append(agents.keys, id), append(agents.vals, entry)
+	var b bytes.Buffer
+	tree.write(&b, "")
+	b.WriteString("\n")
+	return b.Bytes(), nil
+}
+
+func (n *node) field(key string) *node {
+	for i := len(n.keys) - 1; i >= 0; i-- {
+		if n.keys[i] == key {
+			return n.vals[i]
+		}
+	}
+	return nil
+}
+
+// write renders the tree as indented JSON, keys in their original order.
+func (n *node) write(b *bytes.Buffer, indent string) {
+	switch n.kind {
+	case 'o', 'a':
+		open, close := "{", "}"
+		if n.kind == 'a' {
+			open, close = "[", "]"
+		}
+		b.WriteString(open)
+		for i, v := range n.vals {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString("\n" + indent + "  ")
+			if n.kind == 'o' {
+				b.Write(jsonString(n.keys[i]))
+				b.WriteString(": ")
+			}
+			v.write(b, indent+"  ")
+		}
+		if len(n.vals) > 0 {
+			b.WriteString("\n" + indent)
+		}
+		b.WriteString(close)
+	case 's':
+		b.Write(jsonString(n.str))
+	default:
+		b.WriteString(n.raw)
+	}
+}
+
+// Skeleton is the config.json `choirctl init` writes: every section present
+// and empty, Postgres on localhost expecting a secret named "postgres", and
+// the tunables at their defaults.
+func Skeleton() []byte {
+	c := Default()
+	c.Postgres = Postgres{Host: "localhost", Port: 5432, Database: "choir", SSLMode: DefaultSSLMode, PoolSize: DefaultPoolSize, Secret: "postgres"}
+	c.GlobalRepo.Ref = DefaultRef
+	c.Workspaces, c.Models, c.TTS, c.VoiceProfiles = map[string]Workspace{}, map[string]Model{}, map[string]TTS{}, map[string]VoiceProfile{}
+	c.GitIdentities, c.NotionIntegrations, c.EmailAccounts = map[string]GitIdentity{}, map[string]Notion{}, map[string]EmailAccount{}
+	c.Search, c.Gateways, c.DMs, c.Agents = map[string]Search{}, map[string]Gateway{}, map[string]DM{}, map[string]Agent{}
+	out, _ := json.MarshalIndent(c, "", "  ")
+	return append(out, '\n')
+}
+
+// SortedNames is the names of a resource map, sorted.
+func SortedNames[M ~map[string]V, V any](m M) []string {
+	keys := sortedKeys(m)
+	sort.Strings(keys)
+	return keys
+}
