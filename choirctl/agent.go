@@ -1,0 +1,9 @@
+package main
+
+import "context"
+
+func runAgent(ctx context.Context, e *env, args []string) error {
+	return subcommand(ctx, e, "agent", args, map[string]func(context.Context, *env, []string) error{
+		"init": agentInit,
+	})
+}

@@ -1,0 +1,359 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"choir/internal/config"
+	"choir/internal/ctl"
+	"choir/internal/rpc"
+	"choir/testkit"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testkit.CleanupBuilds()
+	os.Exit(code)
+}
+
+// Distinctive secret values: none may ever appear in a log or an output.
+const (
+	pgSecret  = "choir:pg-pass-Q7xK2"
+	apiSecret = "sk-api-key-Z9wP4"
+)
+
+// ctlRun runs choirctl in-process against home.
+func ctlRun(t *testing.T, home, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = realMain(context.Background(), append([]string{"--home", home}, args...), strings.NewReader(stdin), &out, &errb)
+	return out.String(), errb.String(), code
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type daemon struct {
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	done   chan error
+}
+
+func startChoird(t *testing.T, home string, args ...string) *daemon {
+	t.Helper()
+	bin := testkit.Build(t, "choir/choird")
+	d := &daemon{stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	d.cmd = exec.Command(bin, append([]string{"--home", home}, args...)...)
+	d.cmd.Stderr = d.stderr
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { d.done <- d.cmd.Wait() }()
+	t.Cleanup(func() {
+		d.cmd.Process.Kill()
+		<-d.done
+	})
+	return d
+}
+
+// waitReady polls choird's status until it answers, failing if choird exits.
+func waitReady(t *testing.T, home string, d *daemon) {
+	t.Helper()
+	c := ctl.NewClient(config.Home{Dir: home}.AdminSocket())
+	defer c.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := c.Status(context.Background()); err == nil {
+			return
+		}
+		select {
+		case err := <-d.done:
+			d.done <- err
+			t.Fatalf("choird exited (%v) before it was ready:\n%s", err, d.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("choird not ready after 30s:\n%s", d.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (d *daemon) stop(t *testing.T) error {
+	t.Helper()
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-d.done:
+		d.done <- err
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatalf("choird did not stop within 30s of SIGTERM:\n%s", d.stderr.String())
+		return nil
+	}
+}
+
+func TestOperatorSessionAgainstChoird(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+
+	// Nothing there yet.
+	if _, stderr, code := ctlRun(t, home, "", "status"); code != 1 || !strings.Contains(stderr, "choird is not running") {
+		t.Fatalf("status before init = %d %q; want 1 and 'choird is not running'", code, stderr)
+	}
+
+	// init creates the home and refuses to run twice.
+	out, _, code := ctlRun(t, home, "", "init")
+	if code != 0 || !strings.Contains(out, "choirctl secret set postgres") {
+		t.Fatalf("init = %d %q", code, out)
+	}
+	for _, dir := range []string{"socks", "logs", "repos/global", "repos/agents"} {
+		if fi, err := os.Stat(filepath.Join(home, dir)); err != nil || !fi.IsDir() {
+			t.Errorf("init did not create %s", dir)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(home, "secrets.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("secrets.json mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+	before, _ := os.ReadFile(filepath.Join(home, "config.json"))
+	if _, stderr, code := ctlRun(t, home, "", "init"); code != 1 || !strings.Contains(stderr, "already exists") {
+		t.Errorf("second init = %d %q; want refusal", code, stderr)
+	}
+	if after, _ := os.ReadFile(filepath.Join(home, "config.json")); !bytes.Equal(before, after) {
+		t.Error("second init changed config.json")
+	}
+
+	// The skeleton needs the postgres secret: check says so, choird refuses.
+	check := exec.Command(testkit.Build(t, "choir/choird"), "--check", "--home", home)
+	msg, err := check.CombinedOutput()
+	if code := exitCode(err); code != 1 || !strings.Contains(string(msg), "choirctl secret set postgres") {
+		t.Fatalf("choird --check = %d %s; want 1 naming the postgres secret", code, msg)
+	}
+	d := startChoird(t, home)
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "invalid configuration") {
+		t.Fatalf("choird on an invalid config = %v:\n%s\nwant exit 1 saying invalid configuration", err, d.stderr.String())
+	}
+	d.done <- nil
+
+	// Secrets: from stdin and from the argument; list shows names only.
+	if _, stderr, code := ctlRun(t, home, pgSecret+"\n", "secret", "set", "postgres"); code != 0 {
+		t.Fatalf("secret set from stdin = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "secret", "set", "api", apiSecret); code != 0 {
+		t.Fatalf("secret set = %d %q", code, stderr)
+	}
+	s, err := config.LoadSecrets(config.Home{Dir: home})
+	if err != nil || s["postgres"] != pgSecret || s["api"] != apiSecret {
+		t.Fatalf("secrets.json after set = %v; want both values (stdin newline dropped)", err)
+	}
+	if out, _, _ := ctlRun(t, home, "", "secret", "list"); out != "api\npostgres\n" {
+		t.Errorf("secret list = %q; want the two names", out)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "secret", "delete", "nope"); code != 1 || !strings.Contains(stderr, `no secret named "nope"`) {
+		t.Errorf("delete unknown = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "secret", "set"); code != 2 {
+		t.Errorf("secret set without a name = %d %q; want usage (2)", code, stderr)
+	}
+
+	// choird starts and answers.
+	d = startChoird(t, home)
+	waitReady(t, home, d)
+	out, stderr, code := ctlRun(t, home, "", "status")
+	if code != 0 || !strings.Contains(out, "healthy") || !strings.Contains(out, "version 1") || !strings.Contains(out, "connect to Postgres") || !strings.Contains(out, "skipped: not implemented yet") {
+		t.Errorf("status = %d %q %q", code, out, stderr)
+	}
+	out, _, _ = ctlRun(t, home, "", "status", "--json")
+	var st ctl.Status
+	if err := json.Unmarshal([]byte(out), &st); err != nil || !st.Healthy || st.ConfigVersion != 1 || st.Resources["agents"] != 0 {
+		t.Errorf("status --json = %q (%v)", out, err)
+	}
+	out, _, code = ctlRun(t, home, "", "config", "show")
+	if code != 0 || !strings.Contains(out, `"secret": "postgres"`) {
+		t.Errorf("config show = %d %q", code, out)
+	}
+	out, _, code = ctlRun(t, home, "", "logs", "choird", "--no-follow")
+	if code != 0 || !strings.Contains(out, "choird ready") {
+		t.Errorf("logs --no-follow = %d %q", code, out)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "logs", "nobody"); code != 1 || !strings.Contains(stderr, `no log source "nobody"`) {
+		t.Errorf("logs of an unknown source = %d %q", code, stderr)
+	}
+
+	// logs follows until Ctrl-C (a cancelled context) and exits 0.
+	ctx, cancel := context.WithCancel(context.Background())
+	var follow lockedBuffer
+	followed := make(chan int, 1)
+	go func() {
+		followed <- realMain(ctx, []string{"--home", home, "logs", "choird"}, strings.NewReader(""), &follow, &follow)
+	}()
+	waitFor(t, "the log snapshot", func() bool { return strings.Contains(follow.String(), "choird ready") })
+	cancel()
+	if code := <-followed; code != 0 {
+		t.Errorf("logs after Ctrl-C = %d %q; want 0", code, follow.String())
+	}
+
+	// An agent-socket call bearing a secret as its token is refused and not logged.
+	agentSock := config.Home{Dir: home}.AgentSocket()
+	c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: agentSock, SessionID: apiSecret, LeaseToken: apiSecret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Heartbeat(context.Background(), rpc.HeartbeatReq{})
+	var rerr *rpc.Error
+	if !errors.As(err, &rerr) || rerr.Status != http.StatusUnauthorized {
+		t.Errorf("heartbeat with a forged token = %v; want 401", err)
+	}
+	c.Close()
+	if fi, err := os.Stat(agentSock); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("agent socket mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	}
+
+	// A clean stop on SIGTERM.
+	if err := d.stop(t); err != nil {
+		t.Errorf("choird exit after SIGTERM = %v; want 0\n%s", err, d.stderr.String())
+	}
+	if !strings.Contains(d.stderr.String(), "choird stopped") {
+		t.Errorf("choird's stderr lacks 'choird stopped':\n%s", d.stderr.String())
+	}
+	if _, stderr, code := ctlRun(t, home, "", "status"); code != 1 || !strings.Contains(stderr, "not running") {
+		t.Errorf("status after stop = %d %q", code, stderr)
+	}
+
+	// No secret value anywhere in the logs or choird's output.
+	assertNoSecrets(t, filepath.Join(home, "logs"), d.stderr.String())
+
+	// choird refuses a secrets.json others can read.
+	os.Chmod(filepath.Join(home, "secrets.json"), 0o644)
+	d = startChoird(t, home)
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "chmod 600") {
+		t.Errorf("choird with a 0644 secrets.json = %v:\n%s\nwant exit 1 and a chmod 600 hint", err, d.stderr.String())
+	}
+	d.done <- nil
+}
+
+func assertNoSecrets(t *testing.T, logDir string, outputs ...string) {
+	t.Helper()
+	for _, out := range outputs {
+		for _, secret := range []string{pgSecret, apiSecret, "pg-pass-Q7xK2"} {
+			if strings.Contains(out, secret) {
+				t.Errorf("output holds secret %q", secret)
+			}
+		}
+	}
+	filepath.Walk(logDir, func(path string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		data, _ := os.ReadFile(path)
+		for _, secret := range []string{pgSecret, apiSecret, "pg-pass-Q7xK2"} {
+			if bytes.Contains(data, []byte(secret)) {
+				t.Errorf("%s holds secret %q", path, secret)
+			}
+		}
+		return nil
+	})
+}
+
+func TestAgentInitScaffoldsRepoAndPlaceholder(t *testing.T) {
+	home := filepath.Join(t.TempDir(), "h")
+	ctlRun(t, home, "", "init")
+	ctlRun(t, home, "", "secret", "set", "postgres", pgSecret)
+	repo := filepath.Join(t.TempDir(), "agents", "agent-1.git")
+	out, stderr, code := ctlRun(t, home, "", "agent", "init", "agent-1", "--repo", repo)
+	if code != 0 {
+		t.Fatalf("agent init = %d %q %q", code, out, stderr)
+	}
+	files, err := exec.Command("git", "--git-dir", repo, "ls-tree", "-r", "--name-only", "main").Output()
+	if err != nil {
+		t.Fatalf("git ls-tree in the new repo: %v", err)
+	}
+	want := "Dockerfile\nidentity/SOUL-CORE.md\nidentity/SOUL.md\nskills/.gitkeep\ntools/.gitkeep\n"
+	if string(files) != want {
+		t.Errorf("repo files = %q; want %q", files, want)
+	}
+	dockerfile, _ := exec.Command("git", "--git-dir", repo, "show", "main:Dockerfile").Output()
+	if !strings.Contains(string(dockerfile), "FROM choir-base") {
+		t.Errorf("Dockerfile = %q; want FROM choir-base", dockerfile)
+	}
+	data, _ := os.ReadFile(filepath.Join(home, "config.json"))
+	c, err := config.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, ok := c.Agents["agent-1"]; !ok || a.Repo.URL != repo || a.Repo.Ref != "main" {
+		t.Errorf("config agent entry = %+v; want repo %s on main", a, repo)
+	}
+	// The placeholders make choird --check name what to fill in.
+	msg, _ := exec.Command(testkit.Build(t, "choir/choird"), "--check", "--home", home).CombinedOutput()
+	for _, field := range []string{"agents.agent-1.defaults.workspace", "agents.agent-1.defaults.llm", "agents.agent-1.defaults.git_identity", "agents.agent-1.defaults.dm"} {
+		if !strings.Contains(string(msg), field) {
+			t.Errorf("choird --check output lacks %s:\n%s", field, msg)
+		}
+	}
+	// Never twice, never over an existing repo.
+	if _, stderr, code := ctlRun(t, home, "", "agent", "init", "agent-1"); code != 1 || !strings.Contains(stderr, "already exists") {
+		t.Errorf("second agent init = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "agent", "init", "agent-2", "--repo", repo); code != 1 || !strings.Contains(stderr, "not empty") {
+		t.Errorf("agent init over an existing repo = %d %q", code, stderr)
+	}
+	data2, _ := os.ReadFile(filepath.Join(home, "config.json"))
+	if bytes.Contains(data2, []byte("agent-2")) {
+		t.Error("a failed agent init still changed config.json")
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{{}, {"frobnicate"}, {"secret"}, {"secret", "rotate"}, {"status", "--bogus"}, {"agent", "init"}} {
+		if _, _, code := ctlRun(t, home, "", args...); code != 2 {
+			t.Errorf("choirctl %v = %d; want 2 (usage)", args, code)
+		}
+	}
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -1,0 +1,65 @@
+package main
+
+// choirctl status [--json]
+//
+// Shows whether choird is running and healthy, the running config version,
+// how each startup step went, and how many resources are loaded.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+func runStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "status", "status [--json]")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	st, err := c.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	health := "healthy"
+	if !st.Healthy {
+		health = "NOT healthy"
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "choird\t%s (pid %d, up %s)\n", health, st.PID, time.Since(st.StartedAt).Round(time.Second))
+	fmt.Fprintf(tw, "home\t%s\n", st.Home)
+	fmt.Fprintf(tw, "config\tversion %d (%s)\n", st.ConfigVersion, st.ConfigHash)
+	fmt.Fprintf(tw, "agents reach choird\t%s %s\n", st.Transport, st.AgentSocket)
+	fmt.Fprintf(tw, "agents running\t%d\n", st.AgentsRunning)
+	names := make([]string, 0, len(st.Resources))
+	for n := range st.Resources {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, st.Resources[n]))
+	}
+	fmt.Fprintf(tw, "resources\t%s\n", strings.Join(parts, ", "))
+	tw.Flush()
+	fmt.Fprintln(e.stdout, "startup:")
+	for _, s := range st.Steps {
+		line := fmt.Sprintf("  %2d. %-40s %s", s.N, s.Name, s.Status)
+		if s.Detail != "" && s.Status != "ok" {
+			line += ": " + s.Detail
+		}
+		fmt.Fprintln(e.stdout, line)
+	}
+	return nil
+}

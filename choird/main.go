@@ -1,0 +1,96 @@
+// Command choird is choir's host daemon: the only authority on the host. It
+// validates .choir.d/, serves choirctl on the admin socket and agents on the
+// control socket (or HTTPS), and runs the startup sequence of §6.2.
+//
+// Usage:
+//
+//	choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert F --tls-key F]
+//	choird --check [--home DIR]
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func realMain(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if opts.check {
+		return check(opts, stdout, stderr)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	go forceOnSecondSignal(ctx, stderr)
+	if err := run(ctx, opts, stderr); err != nil {
+		fmt.Fprintf(stderr, "choird: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// forceOnSecondSignal exits at once when a signal arrives after the first
+// one started a clean stop.
+func forceOnSecondSignal(ctx context.Context, stderr io.Writer) {
+	<-ctx.Done()
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
+	<-ch
+	fmt.Fprintln(stderr, "choird: second signal, exiting without a clean stop")
+	os.Exit(1)
+}
+
+type options struct {
+	home      string
+	check     bool
+	transport string
+	listen    string
+	tlsCert   string
+	tlsKey    string
+	logLevel  string
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("choird", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.home, "home", "", "state directory (default $CHOIR_HOME, else ~/.choir.d)")
+	fs.BoolVar(&o.check, "check", false, "validate config.json and secrets.json, print every problem, and exit (1 when invalid)")
+	fs.StringVar(&o.transport, "transport", "uds", "how agents reach choird: uds (the control socket) or http (--listen, TLS)")
+	fs.StringVar(&o.listen, "listen", ":9400", "with --transport=http: the address to listen on")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "with --transport=http: TLS certificate file (required unless --listen is loopback)")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "with --transport=http: TLS key file")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "choird: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return o, errors.New("usage")
+	}
+	if o.transport != "uds" && o.transport != "http" {
+		fmt.Fprintf(stderr, "choird: --transport=%q: want uds or http\n", o.transport)
+		return o, errors.New("usage")
+	}
+	return o, nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"choir/choird/control"
+	"choir/internal/config"
+	"choir/internal/ctl"
+	"choir/internal/logs"
+	"choir/internal/rpc"
+)
+
+// shutdownGrace bounds how long open requests may finish at stop.
+const shutdownGrace = 5 * time.Second
+
+// run is choird's life: the startup sequence of §6.2, serving, clean stop.
+func run(ctx context.Context, o options, stderr io.Writer) error {
+	home, err := resolveHome(o.home)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(home.Dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s does not exist: run `choirctl init` first", home.Dir)
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return fmt.Errorf("--log-level=%q: want debug, info, warn or error", o.logLevel)
+	}
+	lm, err := logs.NewManager(home.LogsDir(), config.DefaultTunables().LogArchiveThresholdLines, level, logs.NewRedactor())
+	if err != nil {
+		return err
+	}
+	defer lm.Close()
+	lm.ChoirdFile().Mirror(stderr)
+	log := lm.Choird()
+	plane := control.New(home, lm)
+	log.Info("choird starting", "pid", os.Getpid(), "home", home.Dir)
+
+	if err := loadConfig(home, plane); err != nil {
+		log.Error("choird cannot start: invalid configuration", logs.KeyError, err.Error())
+		return fmt.Errorf("invalid configuration (see `choird --check`):\n%s", indentProblems(err))
+	}
+	for _, step := range []string{
+		"connect to Postgres",
+		"initialise per-agent schemas and roles",
+		"initialise the connection pool",
+		"remove orphaned containers",
+		"clean up stale leases",
+		"start gateway bots",
+	} {
+		plane.Step(step, ctl.StepSkipped, "not implemented yet")
+	}
+
+	admin, err := rpc.ListenUnix(home.AdminSocket())
+	if err != nil {
+		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
+		return err
+	}
+	agents, endpoint, err := listenAgents(home, o)
+	if err != nil {
+		admin.Close()
+		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
+		return err
+	}
+	plane.SetEndpoint(o.transport, endpoint, "")
+	plane.Step("accept choirctl and agent connections", ctl.StepOK, fmt.Sprintf("admin %s, agents %s %s", home.AdminSocket(), o.transport, endpoint))
+
+	rpcServer := rpc.NewServer(control.AgentHandler{}, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	// Requests derive from serveCtx, so long streams (log follow, agent push)
+	// end when the stop begins instead of holding it for the grace period.
+	serveCtx, endStreams := context.WithCancel(context.Background())
+	defer endStreams()
+	base := func(net.Listener) context.Context { return serveCtx }
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	servers := []*http.Server{
+		{Handler: plane.AdminHandler(), ErrorLog: errLog, BaseContext: base},
+		{Handler: rpcServer, ErrorLog: errLog, BaseContext: base},
+	}
+	errc := make(chan error, 2)
+	for i, l := range []net.Listener{admin, agents} {
+		go func() {
+			if err := servers[i].Serve(l); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	st := plane.Status()
+	log.Info("choird ready", "config_version", st.ConfigVersion, "config_hash", st.ConfigHash, "resources", st.Resources)
+
+	select {
+	case <-ctx.Done():
+		log.Info("choird stopping", "reason", "signal")
+	case err = <-errc:
+		log.Error("choird stopping: a listener failed", logs.KeyError, err.Error())
+	}
+	endStreams()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+	defer cancel()
+	for _, s := range servers {
+		if s.Shutdown(sctx) != nil {
+			s.Close()
+		}
+	}
+	log.Info("choird stopped")
+	return err
+}
+
+// loadConfig runs startup steps 1 and 2.
+func loadConfig(home config.Home, plane *control.Plane) error {
+	data, err := os.ReadFile(home.ConfigPath())
+	if err == nil {
+		_, err = config.Parse(data)
+	}
+	if err != nil {
+		if os.IsNotExist(err) {
+			err = fmt.Errorf("%s does not exist: run `choirctl init` to create it", home.ConfigPath())
+		}
+		plane.Step("read and validate config.json", ctl.StepFailed, err.Error())
+		return err
+	}
+	plane.Step("read and validate config.json", ctl.StepOK, home.ConfigPath())
+	loaded, err := config.Load(home)
+	if err != nil {
+		plane.Step("read and validate secrets.json", ctl.StepFailed, err.Error())
+		return err
+	}
+	plane.SetConfig(loaded)
+	plane.Step("read and validate secrets.json", ctl.StepOK, fmt.Sprintf("%d secrets", len(loaded.Secrets)))
+	return nil
+}
+
+// listenAgents opens the agents' endpoint: the control socket, or TCP.
+func listenAgents(home config.Home, o options) (net.Listener, string, error) {
+	if o.transport == rpc.TransportHTTP {
+		l, err := rpc.ListenTCP(o.listen, o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, "", err
+		}
+		return l, l.Addr().String(), nil
+	}
+	l, err := rpc.ListenUnix(home.AgentSocket())
+	if err != nil {
+		return nil, "", err
+	}
+	return l, home.AgentSocket(), nil
+}
