@@ -86,7 +86,7 @@ type InitHelloResp struct {
 }
 
 // SecretReq asks for secrets by name; only those of the session's bound
-// resources are granted.
+// resources are granted, and an empty list asks for all of them.
 type SecretReq struct {
 	Resources []string `json:"resources"`
 }

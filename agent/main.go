@@ -1,0 +1,122 @@
+// Command choir-agent is the runtime inside an agent's container: one static
+// binary that keeps the session with choird (and, as later rooms land, runs
+// the edge and core lanes, the arbiter, the lock manager and the tools).
+//
+// Its identity comes from the environment choird sets at container start
+// (CHOIR_AGENT_ID, CHOIR_SESSION_ID, CHOIR_LEASE_TOKEN; never a secret): the
+// lease token is scoped to this session and dies with it. Secrets arrive
+// over the control protocol and stay in memory.
+//
+// Usage:
+//
+//	choir-agent --control-plane=uds  --socket=/run/choir.sock
+//	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE]
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"choir/agent/session"
+	"choir/internal/rpc"
+)
+
+// Environment set by choird at container start.
+const (
+	envAgentID     = "CHOIR_AGENT_ID"
+	envSessionID   = "CHOIR_SESSION_ID"
+	envLeaseToken  = "CHOIR_LEASE_TOKEN"
+	envHeartbeatMS = "CHOIR_HEARTBEAT_MS"
+)
+
+func main() {
+	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stderr))
+}
+
+type options struct {
+	controlPlane string
+	socket       string
+	endpoint     string
+	tlsCA        string
+	versionFile  string
+}
+
+func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
+	var o options
+	fs := flag.NewFlagSet("choir-agent", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.controlPlane, "control-plane", rpc.TransportUDS, "how to reach choird: uds or http")
+	fs.StringVar(&o.socket, "socket", "/run/choir.sock", "with uds: the control socket")
+	fs.StringVar(&o.endpoint, "endpoint", "", "with http: choird's URL, e.g. https://choird.internal:9400")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "with http: a PEM file of CA certificates to trust for choird")
+	fs.StringVar(&o.versionFile, "version-file", "/choir/version.json", "the image's version metadata")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, getenv, log); err != nil {
+		log.Error("choir-agent stopped", "error", err.Error())
+		return 1
+	}
+	log.Info("choir-agent stopped")
+	return 0
+}
+
+func run(ctx context.Context, o options, getenv func(string) string, log *slog.Logger) error {
+	id := session.Identity{AgentID: getenv(envAgentID), SessionID: getenv(envSessionID)}
+	token := getenv(envLeaseToken)
+	if id.AgentID == "" || id.SessionID == "" || token == "" {
+		return fmt.Errorf("%s, %s and %s must be set (choird sets them when it starts the container)", envAgentID, envSessionID, envLeaseToken)
+	}
+	heartbeat := 5 * time.Second
+	if v := getenv(envHeartbeatMS); v != "" {
+		ms, err := strconv.Atoi(v)
+		if err != nil || ms < 10 {
+			return fmt.Errorf("%s=%q: want a number of milliseconds ≥ 10", envHeartbeatMS, v)
+		}
+		heartbeat = time.Duration(ms) * time.Millisecond
+	}
+	version, err := session.ReadVersion(o.versionFile)
+	if err != nil {
+		return err
+	}
+	var tlsConf *tls.Config
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return fmt.Errorf("--tls-ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return fmt.Errorf("--tls-ca %s holds no PEM certificate", o.tlsCA)
+		}
+		tlsConf = &tls.Config{RootCAs: pool}
+	}
+	cp, err := rpc.Dial(rpc.Options{
+		Transport: o.controlPlane, Socket: o.socket, Endpoint: o.endpoint, TLS: tlsConf,
+		SessionID: id.SessionID, LeaseToken: token,
+	})
+	if err != nil {
+		return err
+	}
+	defer cp.Close()
+	log = log.With("source", id.AgentID, "session_id", id.SessionID)
+	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
+	return session.New(cp, id, version, heartbeat, log).Run(ctx)
+}

@@ -1,0 +1,247 @@
+// Package session is choir-agent's side of its session with choird: the
+// opening handshake (INIT_HELLO, then GET_SECRETS for the bound resources),
+// the heartbeat loop that replicates committed events and notices config
+// changes, the push channel (shutdown, config and secret changes, and the
+// messages later lanes consume), and the closing TERMINATE_SELF.
+//
+// The transport is chosen once, by whoever builds the rpc.ControlPlane;
+// nothing here knows which one it is.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"choir/internal/rpc"
+)
+
+// Identity is what the container is told at start (non-secret, from env).
+type Identity struct {
+	AgentID   string
+	SessionID string
+}
+
+// Version is /choir/version.json (§15.1), baked into the image.
+type Version struct {
+	AgentID           string `json:"agent_id"`
+	ImageVersion      string `json:"image_version"`
+	GlobalRepoCommit  string `json:"global_repo_commit"`
+	AgentRepoCommit   string `json:"agent_repo_commit"`
+	ToolManifestHash  string `json:"tool_manifest_hash"`
+	SkillManifestHash string `json:"skill_manifest_hash"`
+}
+
+// ReadVersion reads version.json; a missing file is an error naming it.
+func ReadVersion(path string) (Version, error) {
+	var v Version
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return v, fmt.Errorf("read image version: %w", err)
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return v, fmt.Errorf("%s: %w", path, err)
+	}
+	return v, nil
+}
+
+// Secrets holds secret values in memory only; a refresh swaps the whole map.
+type Secrets struct {
+	m atomic.Pointer[map[string]string]
+}
+
+// Get returns one secret.
+func (s *Secrets) Get(name string) (string, bool) {
+	m := s.m.Load()
+	if m == nil {
+		return "", false
+	}
+	v, ok := (*m)[name]
+	return v, ok
+}
+
+func (s *Secrets) swap(m map[string]string) { s.m.Store(&m) }
+
+// String never shows values.
+func (s *Secrets) String() string { return "secrets(in memory)" }
+
+// Session is one run of the agent against choird.
+type Session struct {
+	cp       rpc.ControlPlane
+	id       Identity
+	version  Version
+	log      *slog.Logger
+	interval time.Duration
+
+	Secrets  Secrets
+	Bindings rpc.ResourceBindings
+
+	mu            sync.Mutex
+	configVersion int64
+	config        json.RawMessage
+	ackRev        int64
+}
+
+// New prepares a session; Run starts it.
+func New(cp rpc.ControlPlane, id Identity, v Version, heartbeat time.Duration, log *slog.Logger) *Session {
+	return &Session{cp: cp, id: id, version: v, interval: heartbeat, log: log}
+}
+
+// ConfigVersion is the config version the agent runs with.
+func (s *Session) ConfigVersion() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.configVersion
+}
+
+// Run opens the session, then heartbeats and follows the push channel until
+// ctx ends or choird asks the agent to stop; either way it says goodbye with
+// TERMINATE_SELF. It returns nil on a requested stop.
+func (s *Session) Run(ctx context.Context) error {
+	if err := s.open(ctx); err != nil {
+		return err
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	reason := "signal"
+	var once sync.Once
+	shutdown := func(why string) { once.Do(func() { reason = why; stop() }) }
+
+	followErr := make(chan error, 1)
+	go func() {
+		followErr <- rpc.Follow(runCtx, s.cp, func(ev rpc.PushEvent) { s.onPush(runCtx, ev, shutdown) })
+	}()
+	err := s.heartbeatLoop(runCtx)
+	stop()
+	if ferr := <-followErr; ferr != nil && !errors.Is(ferr, context.Canceled) {
+		s.log.Warn("push channel ended", "error", ferr.Error())
+	}
+	// A final heartbeat, then goodbye, on a short context of its own.
+	byeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, herr := s.heartbeat(byeCtx, true); herr != nil {
+		s.log.Warn("final heartbeat failed", "error", herr.Error())
+	}
+	if _, terr := s.cp.Terminate(byeCtx, rpc.TerminateReq{Reason: reason}); terr != nil {
+		s.log.Warn("terminate failed", "error", terr.Error())
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func (s *Session) open(ctx context.Context) error {
+	hello, err := s.cp.InitHello(ctx, rpc.InitHelloReq{
+		AgentID: s.id.AgentID, SessionID: s.id.SessionID, ImageVersion: s.version.ImageVersion,
+		ToolManifestHash: s.version.ToolManifestHash, SkillManifestHash: s.version.SkillManifestHash,
+	})
+	if err != nil {
+		return fmt.Errorf("INIT_HELLO: %w", err)
+	}
+	s.Bindings = hello.ResourceBindings
+	s.mu.Lock()
+	s.configVersion = hello.ConfigVersion
+	s.mu.Unlock()
+	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)
+	if err := s.fetchSecrets(ctx); err != nil {
+		return err
+	}
+	return s.syncConfig(ctx)
+}
+
+// fetchSecrets asks for every secret choird binds to this session; choird
+// decides which those are, the agent never names others.
+func (s *Session) fetchSecrets(ctx context.Context) error {
+	resp, err := s.cp.GetSecrets(ctx, rpc.SecretReq{})
+	if err != nil {
+		return fmt.Errorf("GET_SECRETS: %w", err)
+	}
+	s.Secrets.swap(resp.Secrets)
+	s.log.Info("secrets received", "count", len(resp.Secrets))
+	return nil
+}
+
+func (s *Session) syncConfig(ctx context.Context) error {
+	resp, err := s.cp.FetchDynamicConfig(ctx, rpc.ConfigReq{CurrentConfigVersion: s.ConfigVersion()})
+	if err != nil {
+		return fmt.Errorf("FETCH_DYNAMIC_CONFIG: %w", err)
+	}
+	if resp.Config != nil {
+		s.mu.Lock()
+		s.configVersion, s.config = resp.ConfigVersion, resp.Config
+		s.mu.Unlock()
+		s.log.Info("config swapped in", "config_version", resp.ConfigVersion)
+	}
+	return nil
+}
+
+func (s *Session) heartbeatLoop(ctx context.Context) error {
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+		latest, err := s.heartbeat(ctx, false)
+		if err != nil {
+			var rerr *rpc.Error
+			if errors.As(err, &rerr) && rerr.Status == 401 {
+				return fmt.Errorf("choird ended this session: %w", err)
+			}
+			s.log.Warn("heartbeat failed; retrying at the next tick", "error", err.Error())
+			continue
+		}
+		if latest > s.ConfigVersion() {
+			if err := s.syncConfig(ctx); err != nil {
+				s.log.Warn("config sync failed; retrying at the next heartbeat", "error", err.Error())
+			}
+		}
+	}
+}
+
+// heartbeat replicates nothing yet beyond liveness: the arbiter's commit log
+// feeds Patches when the lanes exist.
+func (s *Session) heartbeat(ctx context.Context, final bool) (int64, error) {
+	s.mu.Lock()
+	req := rpc.HeartbeatReq{BaseRev: s.ackRev, NewRev: s.ackRev, ConfigVersion: s.configVersion, Timestamp: time.Now().UTC(), Final: final}
+	s.mu.Unlock()
+	resp, err := s.cp.Heartbeat(ctx, req)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	s.ackRev = resp.AckRev
+	s.mu.Unlock()
+	return resp.ConfigVersionLatest, nil
+}
+
+func (s *Session) onPush(ctx context.Context, ev rpc.PushEvent, shutdown func(string)) {
+	switch ev.Type {
+	case rpc.EventShutdown:
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		json.Unmarshal(ev.Data, &body)
+		s.log.Info("shutdown requested", "reason", body.Reason)
+		shutdown("shutdown requested: " + body.Reason)
+	case rpc.EventSecretsChanged:
+		if err := s.fetchSecrets(ctx); err != nil {
+			s.log.Warn("secret refresh failed", "error", err.Error())
+		}
+	case rpc.EventConfigChanged, rpc.EventGap:
+		if err := s.syncConfig(ctx); err != nil {
+			s.log.Warn("config sync failed", "error", err.Error())
+		}
+	default:
+		s.log.Debug("push event not handled yet", "type", ev.Type, "id", ev.ID)
+	}
+}
