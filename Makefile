@@ -1,0 +1,41 @@
+# choir: the two set-up commands are `make demo` and `make test`.
+
+GO      ?= go
+BIN     := bin
+GOFLAGS_BUILD := -trimpath
+
+.PHONY: all build demo test check bench fmt vet clean
+
+all: build
+
+## build: bin/choird, bin/choirctl and a static bin/choir-agent
+build:
+	@mkdir -p $(BIN)
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choird ./choird
+	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choirctl ./choirctl
+	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choir-agent ./agent
+
+## demo: the main job on embedded defaults, in a throwaway home
+demo: build
+	@bash testkit/demo.sh
+
+## test: install and start what the tests need, then run the whole suite
+test:
+	@bash testkit/ci.sh
+
+## check: formatting, vet and the unit tests, with no backends
+check: fmt vet
+	$(GO) test ./...
+
+## bench: the benchmarks the issues ask to measure
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+fmt:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf $(BIN)

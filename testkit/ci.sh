@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# make test: install what the tests need on a fresh machine of this kind,
+# start the shared backends (one Docker engine, one PGlite server), then run
+# every test with CHOIR_TEST_STRICT=1 so that a test missing a backend fails
+# instead of skipping, and finish with short fuzzing runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+work=${CHOIR_TEST_WORK:-/tmp/choir-ci}
+fuzztime=${CHOIR_FUZZTIME:-10s}
+
+say() { printf '\n== %s\n' "$*"; }
+
+# Debian packages the suite uses: git for repos, docker.io and busybox-static
+# for the engine and test images, curl for the engine script, ripgrep for
+# choir.fs.search, nodejs/npm for PGlite.
+packages="git docker.io busybox-static curl ripgrep ca-certificates"
+missing=""
+for p in $packages; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+command -v node >/dev/null && command -v npm >/dev/null || missing="$missing nodejs npm"
+if [ -n "$missing" ]; then
+  say "installing:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+fi
+
+if [ -f testkit/pgtest/package-lock.json ]; then
+  if [ ! -d testkit/pgtest/node_modules ] || [ testkit/pgtest/package-lock.json -nt testkit/pgtest/node_modules ]; then
+    say "installing PGlite (npm ci)"
+    npm ci --prefix testkit/pgtest --no-audit --no-fund
+  fi
+fi
+
+mkdir -p "$work"
+stop_all() {
+  [ -x testkit/pgtest/pglite.sh ] && testkit/pgtest/pglite.sh stop "$work/pg" >/dev/null 2>&1 || true
+  testkit/dockertest/engine.sh stop "$work/engine" >/dev/null 2>&1 || true
+}
+trap stop_all EXIT
+
+say "starting the test Docker engine"
+export "$(testkit/dockertest/engine.sh start "$work/engine")"
+echo "DOCKER_HOST=$DOCKER_HOST"
+
+if [ -x testkit/pgtest/pglite.sh ] && [ -z "${CHOIR_TEST_DATABASE_URL:-}" ]; then
+  say "starting PGlite (Postgres 17 + pgvector)"
+  export "$(testkit/pgtest/pglite.sh start "$work/pg")"
+fi
+
+say "gofmt and go vet"
+out=$(gofmt -l .)
+if [ -n "$out" ]; then echo "gofmt would change:"; echo "$out"; exit 1; fi
+go vet ./...
+
+say "go test -race (strict: missing backends fail)"
+CHOIR_TEST_STRICT=1 go test -race -count=1 ./...
+
+say "fuzzing ($fuzztime each)"
+for target in \
+  "./internal/config FuzzParse" \
+  "./internal/rpc FuzzDecodeRequest" \
+  "./internal/jsonschema FuzzValidate"; do
+  set -- $target
+  go test -run='^$' -fuzz="^$2\$" -fuzztime="$fuzztime" "$1"
+done
+
+say "all tests passed"
