@@ -228,8 +228,13 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 		t.Errorf("heartbeat with a forged token = %v; want 401", err)
 	}
 	c.Close()
-	if fi, err := os.Stat(agentSock); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("agent socket mode = %v, %v; want 0600", fi.Mode().Perm(), err)
+	for _, sock := range []string{agentSock, config.Home{Dir: home}.AdminSocket()} {
+		if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s mode = %v, %v; want 0600", sock, fi.Mode().Perm(), err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(home, "socks")); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("socks/ mode = %v, %v; want 0700", fi.Mode().Perm(), err)
 	}
 
 	// A clean stop on SIGTERM.
@@ -245,6 +250,13 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 
 	// No secret value anywhere in the logs or choird's output.
 	assertNoSecrets(t, filepath.Join(home, "logs"), d.stderr.String())
+
+	// The HTTP transport refuses plaintext off loopback.
+	d = startChoird(t, home, "--transport=http", "--listen=0.0.0.0:0")
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "plaintext is allowed only on a loopback address") {
+		t.Errorf("choird --transport=http on 0.0.0.0 without TLS = %v:\n%s", err, d.stderr.String())
+	}
+	d.done <- nil
 
 	// choird refuses a secrets.json others can read.
 	os.Chmod(filepath.Join(home, "secrets.json"), 0o644)
