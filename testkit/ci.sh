@@ -61,7 +61,8 @@ say "fuzzing ($fuzztime each)"
 for target in \
   "./internal/config FuzzParse" \
   "./internal/rpc FuzzDecodeRequest" \
-  "./internal/jsonschema FuzzValidate"; do
+  "./internal/jsonschema FuzzValidate" \
+  "./internal/docker FuzzDemux"; do
   set -- $target
   go test -run='^$' -fuzz="^$2\$" -fuzztime="$fuzztime" "$1"
 done
