@@ -34,9 +34,14 @@ func (h Home) SocksDir() string    { return filepath.Join(h.Dir, "socks") }
 func (h Home) LogsDir() string     { return filepath.Join(h.Dir, "logs") }
 func (h Home) ReposDir() string    { return filepath.Join(h.Dir, "repos") }
 
-// AgentSocket is the agents' control socket (§12.1), bind-mounted into
-// containers by its directory.
-func (h Home) AgentSocket() string { return filepath.Join(h.SocksDir(), "choird.sock") }
+// AgentSocketDir holds the agents' control socket and nothing else: it is
+// the directory containers mount (a bind of the socket file itself would go
+// stale when choird recreates the socket), so the admin socket must not be
+// in it.
+func (h Home) AgentSocketDir() string { return filepath.Join(h.SocksDir(), "agent") }
+
+// AgentSocket is the agents' control socket (§12.1).
+func (h Home) AgentSocket() string { return filepath.Join(h.AgentSocketDir(), "choird.sock") }
 
 // AdminSocket is choirctl's socket to choird; it is never mounted anywhere.
 func (h Home) AdminSocket() string { return filepath.Join(h.SocksDir(), "ctl.sock") }

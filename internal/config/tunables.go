@@ -13,8 +13,16 @@ type Tunables struct {
 	SessionSummaryTimeoutMS   int `json:"session_summary_timeout_ms"`
 	// CompactionThresholdPercent of a model's context window (minus the
 	// never-compacted content) that triggers working-memory compaction.
-	CompactionThresholdPercent int     `json:"compaction_threshold_percent"`
-	Budgets                    Budgets `json:"budgets"`
+	CompactionThresholdPercent int             `json:"compaction_threshold_percent"`
+	Budgets                    Budgets         `json:"budgets"`
+	Container                  ContainerLimits `json:"container"`
+}
+
+// ContainerLimits are the cgroup limits of every agent container (§15.3).
+type ContainerLimits struct {
+	CPUs     float64 `json:"cpus"`
+	MemoryMB int     `json:"memory_mb"`
+	Pids     int     `json:"pids"`
 }
 
 // Budgets bound a session and each core job (§7.6). Injection never resets them.
@@ -66,6 +74,7 @@ func DefaultTunables() Tunables {
 			ToolCallTimeoutMS:      120000,
 			LLMCallTimeoutMS:       120000,
 		},
+		Container: ContainerLimits{CPUs: 2, MemoryMB: 2048, Pids: 512},
 	}
 }
 

@@ -360,6 +360,11 @@ func (v *validator) tunables() {
 	if t.CompactionThresholdPercent < 1 || t.CompactionThresholdPercent > 100 {
 		v.add("compaction_threshold_percent", strconv.Itoa(t.CompactionThresholdPercent), "want a percentage between 1 and 100")
 	}
+	if t.Container.CPUs <= 0 || t.Container.CPUs > 1024 {
+		v.add("container.cpus", strconv.FormatFloat(t.Container.CPUs, 'g', -1, 64), "want a number of CPUs above 0, e.g. 2 or 0.5")
+	}
+	v.atLeast("container.memory_mb", t.Container.MemoryMB, 64, " MiB")
+	v.atLeast("container.pids", t.Container.Pids, 32, " processes")
 	b := t.Budgets
 	for _, f := range []struct {
 		name string
