@@ -1,0 +1,179 @@
+package lifecycle
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"choir/internal/config"
+	"choir/internal/docker"
+)
+
+// Where things are inside an agent container (§15.1).
+const (
+	WorkspaceTarget = "/workspace"
+	SocketTarget    = "/run/choir"                  // the agents' socket directory
+	SocketInside    = SocketTarget + "/choird.sock" // what choir-agent dials
+)
+
+// Container labels (§15.3); orphans are found by LabelManaged.
+const (
+	LabelManaged = "choir.managed"
+	LabelAgent   = "choir.agent"
+	LabelSession = "choir.session"
+)
+
+// Env names choir-agent reads; none of them ever holds a secret.
+const (
+	EnvAgentID     = "CHOIR_AGENT_ID"
+	EnvSessionID   = "CHOIR_SESSION_ID"
+	EnvLeaseToken  = "CHOIR_LEASE_TOKEN"
+	EnvHeartbeatMS = "CHOIR_HEARTBEAT_MS"
+)
+
+// Spec is what a container is made from.
+type Spec struct {
+	AgentID, SessionID, LeaseToken string
+	Image                          string
+	WorkspacePath                  string // host directory leased to the session
+	SocketDir                      string // host directory holding choird.sock
+	HeartbeatMS                    int
+	Limits                         config.ContainerLimits
+	// User is "uid:gid" the agent runs as: choird's own, so it can reach the
+	// 0600 socket without CAP_DAC_OVERRIDE and its files in the workspace
+	// belong to the operator.
+	User string
+}
+
+// Profile builds the container of §15.3: every capability dropped,
+// no-new-privileges, a read-only root with tmpfs /tmp and /run, cgroup limits,
+// the default seccomp profile, docker-init as PID 1 (it forwards SIGTERM to
+// choir-agent and reaps what choir.exec leaves behind), and exactly two bind
+// mounts, both declared as Mounts so a missing source fails instead of being
+// created: the leased workspace and the directory of the control socket.
+func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
+	init := true
+	pids := int64(s.Limits.Pids)
+	cfg := &docker.ContainerConfig{
+		Image: s.Image,
+		Cmd:   []string{"--control-plane=uds", "--socket=" + SocketInside},
+		Env: []string{
+			EnvAgentID + "=" + s.AgentID,
+			EnvSessionID + "=" + s.SessionID,
+			EnvLeaseToken + "=" + s.LeaseToken,
+			EnvHeartbeatMS + "=" + strconv.Itoa(s.HeartbeatMS),
+		},
+		Labels:     map[string]string{LabelManaged: "true", LabelAgent: s.AgentID, LabelSession: s.SessionID},
+		User:       s.User,
+		WorkingDir: WorkspaceTarget,
+		Hostname:   s.AgentID,
+	}
+	hc := &docker.HostConfig{
+		Mounts: []docker.Mount{
+			{Type: docker.MountBind, Source: s.WorkspacePath, Target: WorkspaceTarget},
+			{Type: docker.MountBind, Source: s.SocketDir, Target: SocketTarget},
+		},
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=512m", "/run": "rw,nosuid,nodev,size=16m"},
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		NetworkMode:    "bridge",
+		IpcMode:        "private",
+		Init:           &init,
+		Resources: docker.Resources{
+			NanoCPUs:  int64(s.Limits.CPUs * 1e9),
+			Memory:    int64(s.Limits.MemoryMB) << 20,
+			PidsLimit: &pids,
+		},
+	}
+	return cfg, hc
+}
+
+// Verify refuses any container configuration that breaks §15.3, whoever
+// built it: privileged mode, added capabilities, the host's PID, network,
+// IPC or user namespaces, devices, a disabled seccomp or AppArmor profile,
+// a writable root, missing limits, environment that is not choir-agent's
+// identity, and every mount except the workspace at /workspace and the
+// socket directory at /run/choir (in particular the Docker socket).
+func Verify(cfg *docker.ContainerConfig, hc *docker.HostConfig, s Spec) error {
+	var bad []string
+	refuse := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
+	if hc.Privileged {
+		refuse("privileged mode")
+	}
+	if len(hc.CapAdd) > 0 {
+		refuse("added capabilities %v", hc.CapAdd)
+	}
+	if !slices.Contains(hc.CapDrop, "ALL") {
+		refuse("capabilities not all dropped (CapDrop must hold ALL)")
+	}
+	if !slices.Contains(hc.SecurityOpt, "no-new-privileges") && !slices.Contains(hc.SecurityOpt, "no-new-privileges:true") {
+		refuse("no-new-privileges missing")
+	}
+	for _, opt := range hc.SecurityOpt {
+		if strings.HasSuffix(opt, "=unconfined") || strings.HasSuffix(opt, ":unconfined") {
+			refuse("security option %q", opt)
+		}
+	}
+	for name, mode := range map[string]string{"PID": hc.PidMode, "network": hc.NetworkMode, "IPC": hc.IpcMode} {
+		if mode == "host" || strings.HasPrefix(mode, "container:") {
+			refuse("the %s namespace %q", name, mode)
+		}
+	}
+	if len(hc.Devices) > 0 {
+		refuse("device passthrough %v", hc.Devices)
+	}
+	if !hc.ReadonlyRootfs {
+		refuse("a writable root filesystem")
+	}
+	if hc.Memory <= 0 || hc.NanoCPUs <= 0 || hc.PidsLimit == nil || *hc.PidsLimit <= 0 {
+		refuse("missing cgroup limits (CPU, memory and pids are required)")
+	}
+	allowed := map[string]string{WorkspaceTarget: filepath.Clean(s.WorkspacePath), SocketTarget: filepath.Clean(s.SocketDir)}
+	seen := map[string]bool{}
+	for _, m := range hc.Mounts {
+		src := filepath.Clean(m.Source)
+		switch {
+		case m.Type != docker.MountBind:
+			refuse("a %s mount at %s", m.Type, m.Target)
+		case isDockerSocket(src):
+			refuse("the Docker socket %s", m.Source)
+		case allowed[m.Target] != src:
+			refuse("a host mount of %s at %s", m.Source, m.Target)
+		case seen[m.Target]:
+			refuse("a second mount at %s", m.Target)
+		}
+		seen[m.Target] = true
+	}
+	for target := range allowed {
+		if !seen[target] {
+			refuse("no mount at %s", target)
+		}
+	}
+	for _, e := range cfg.Env {
+		name, _, _ := strings.Cut(e, "=")
+		if name != EnvAgentID && name != EnvSessionID && name != EnvLeaseToken && name != EnvHeartbeatMS {
+			refuse("environment variable %s (only the agent's identity may be env)", name)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("container profile refused: %s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+func isDockerSocket(path string) bool {
+	if strings.HasSuffix(path, "docker.sock") || path == "/var/run" || path == "/run" || strings.HasPrefix(path, "/var/run/docker") || strings.HasPrefix(path, "/run/docker") {
+		return true
+	}
+	if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+		return true
+	}
+	return false
+}
+
+// ProcessUser is choird's own uid:gid.
+func ProcessUser() string { return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()) }
