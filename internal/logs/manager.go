@@ -2,6 +2,7 @@ package logs
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -92,3 +93,7 @@ func (m *Manager) Close() error {
 // SetThreshold changes choird.log's archive threshold (config is read after
 // the log is opened).
 func (m *Manager) SetThreshold(lines int) { m.choird.SetThreshold(lines) }
+
+// AgentWriter returns the raw writer of <agent-id>.log, for lines that are
+// already JSON (the agent's own output). Writes are still redacted.
+func (m *Manager) AgentWriter(id string) (io.Writer, error) { return m.agentFile(id) }

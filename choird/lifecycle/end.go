@@ -1,0 +1,134 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"choir/internal/docker"
+)
+
+// StopGraceExtra is added to the session-summary timeout to bound how long a
+// graceful stop waits for the agent to finish before it is stopped by force.
+const StopGraceExtra = 15 * time.Second
+
+// Stop ends an agent's session gracefully (§17.2): choird pushes shutdown,
+// the agent finishes its safe point, flushes a final heartbeat and says
+// TERMINATE_SELF; choird then removes the container and releases the leases.
+// An agent that does not exit in time is stopped by the engine (SIGTERM,
+// then SIGKILL).
+func (m *Manager) Stop(ctx context.Context, agentID string) error {
+	lk := m.agentLock(agentID)
+	lk.Lock()
+	defer lk.Unlock()
+	r := m.run(agentID)
+	if r == nil {
+		return fmt.Errorf("%s: %w", agentID, ErrNotRunning)
+	}
+	r.setState(StateStopping)
+	m.Sessions.Publish(r.SessionID, "shutdown", map[string]string{"reason": "agent stop"})
+	l, _ := m.Config()
+	grace := time.Duration(l.Config.SessionSummaryTimeoutMS)*time.Millisecond + StopGraceExtra
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+	case <-t.C:
+		m.logf(r, "agent did not exit after shutdown; stopping its container", "grace", grace.String())
+	case <-ctx.Done():
+	}
+	m.end(r, StatusStopped, "stopped")
+	return nil
+}
+
+func (r *Run) setState(s string) {
+	r.mu.Lock()
+	r.state = s
+	r.mu.Unlock()
+}
+
+func (r *Run) getState() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state
+}
+
+// end finishes a session once, whatever ended it: the token is revoked, the
+// container removed, the session recorded, the leases released, the agent's
+// log archived. Every step runs even if an earlier one failed.
+func (m *Manager) end(r *Run, status, reason string) {
+	m.mu.Lock()
+	if m.sessions[r.SessionID] != r {
+		m.mu.Unlock()
+		return // already ended
+	}
+	delete(m.sessions, r.SessionID)
+	if m.runs[r.AgentID] == r {
+		delete(m.runs, r.AgentID)
+	}
+	m.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m.Sessions.Close(r.SessionID)
+	if r.ContainerID != "" {
+		select {
+		case <-r.exited:
+		default:
+			if err := m.Docker.ContainerStop(ctx, r.ContainerID, 10*time.Second); err != nil && !docker.IsNotFound(err) {
+				m.logf(r, "stop container failed", "error", err.Error())
+			}
+		}
+		if err := m.Docker.ContainerRemove(ctx, r.ContainerID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
+			m.logf(r, "remove container failed", "error", err.Error())
+		}
+	}
+	if err := m.Store.EndSession(ctx, r.SessionID, status); err != nil {
+		m.logf(r, "record the session's end failed", "error", err.Error())
+	}
+	released := m.Leases.Release(r.AgentID)
+	level := "session ended"
+	if status == StatusCrashed {
+		level = "session crashed"
+	}
+	m.logf(r, level, "status", status, "reason", reason, "leases_released", len(released))
+	if err := m.Logs.ArchiveAgent(r.AgentID); err != nil {
+		m.Log.Warn("archive agent log failed", "agent_id", r.AgentID, "error", err.Error())
+	}
+}
+
+// logf logs to choird's log and to the agent's own log.
+func (m *Manager) logf(r *Run, msg string, args ...any) {
+	args = append([]any{"agent_id", r.AgentID, "session_id", r.SessionID}, args...)
+	m.Log.Info(msg, args...)
+	if al, err := m.Logs.Agent(r.AgentID); err == nil {
+		al.Info(msg, args[2:]...)
+	}
+}
+
+// logTail returns the container's last lines for an error message.
+func (m *Manager) logTail(id string) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	s, err := m.Docker.ContainerLogs(ctx, id, docker.LogsOptions{Stdout: true, Stderr: true, Tail: "8"})
+	if err != nil {
+		return ""
+	}
+	defer s.Close()
+	var out bytes.Buffer
+	s.Copy(&out, &out)
+	text := strings.TrimSpace(out.String())
+	if text == "" {
+		return ""
+	}
+	return "; its last output:\n" + text
+}
+
+// jsonLine reports whether a line is one JSON object (an agent log line).
+func jsonLine(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}

@@ -1,0 +1,176 @@
+package lifecycle
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"choir/internal/rpc"
+)
+
+// The Manager is choird's side of the agent protocol for everything that
+// concerns a running session.
+var _ rpc.ControlPlaneHandler = (*Manager)(nil)
+
+var errUnknownSession = rpc.Errorf(http.StatusGone, rpc.CodeFailedPrecondition, "this session has ended")
+
+// caller finds the run of the authenticated session.
+func (m *Manager) caller(ctx context.Context) (*Run, error) {
+	call, ok := rpc.CallFrom(ctx)
+	if !ok {
+		return nil, errors.New("no authenticated call in context")
+	}
+	r := m.bySession(call.SessionID)
+	if r == nil {
+		return nil, errUnknownSession
+	}
+	return r, nil
+}
+
+// HandleInitHello checks the agent's identity and image against what choird
+// started and answers with its bindings (§12.5, §14.2).
+func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rpc.InitHelloResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.InitHelloResp{}, err
+	}
+	if req.AgentID != r.AgentID || req.SessionID != r.SessionID {
+		return rpc.InitHelloResp{}, rpc.Forbidden("INIT_HELLO for agent %q session %q does not match this session (agent %q)", req.AgentID, req.SessionID, r.AgentID)
+	}
+	if req.ImageVersion != r.ImageVersion {
+		return rpc.InitHelloResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeFailedPrecondition,
+			"image version %q does not match the image choird started (%s): the image changed under the agent; rebuild with `choirctl agent build %s`", req.ImageVersion, r.Image, r.AgentID)
+	}
+	_, version := m.Config()
+	r.mu.Lock()
+	first := r.state == StateStarting
+	if first {
+		r.state = StateRunning
+	}
+	r.lastHeartbeat = m.now()
+	r.mu.Unlock()
+	if first {
+		close(r.ready)
+		m.logf(r, "agent said hello", "image_version", req.ImageVersion)
+	}
+	return rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.Bindings, ConfigVersion: version}, nil
+}
+
+// HandleSecrets grants the secrets of the session's bound resources only; a
+// request for anything else is refused, logged by name, and nothing is sent.
+func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.SecretResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.SecretResp{}, err
+	}
+	l, _ := m.Config()
+	b := r.Bindings
+	bound := l.Config.BoundSecrets(b.LLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
+	names := req.Resources
+	if len(names) == 0 {
+		names = bound
+	}
+	var refused []string
+	for _, n := range names {
+		if !slices.Contains(bound, n) {
+			refused = append(refused, n)
+		}
+	}
+	if len(refused) > 0 {
+		m.logf(r, "secret request refused", "names", strings.Join(refused, ","))
+		return rpc.SecretResp{}, rpc.Forbidden("secrets %s are not bound to this session", strings.Join(refused, ", "))
+	}
+	out := make(map[string]string, len(names))
+	for _, n := range names {
+		if v, ok := l.Secrets[n]; ok {
+			out[n] = v
+		}
+	}
+	return rpc.SecretResp{Secrets: out}, nil
+}
+
+// HandleHeartbeat records liveness and replicates committed events.
+func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.HeartbeatResp{}, err
+	}
+	now := m.now()
+	r.mu.Lock()
+	r.lastHeartbeat = now
+	r.configVersion = req.ConfigVersion
+	r.mu.Unlock()
+	if len(req.Patches) > 0 {
+		if err := m.Store.AppendEvents(ctx, r.SessionID, req.Patches); err != nil {
+			return rpc.HeartbeatResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeConflict, "events not accepted: %v", err)
+		}
+	}
+	if err := m.Store.Heartbeat(ctx, r.SessionID, now, req.ConfigVersion); err != nil {
+		m.logf(r, "record heartbeat failed", "error", err.Error())
+	}
+	_, version := m.Config()
+	return rpc.HeartbeatResp{AckRev: req.NewRev, ConfigVersionLatest: version}, nil
+}
+
+// HandleStatus keeps each lane's last report for `agent status`.
+func (m *Manager) HandleStatus(ctx context.Context, req rpc.StatusReq) (rpc.StatusResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.StatusResp{}, err
+	}
+	if req.Lane == "" {
+		return rpc.StatusResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "lane is required")
+	}
+	r.mu.Lock()
+	r.lanes[req.Lane] = req
+	r.mu.Unlock()
+	return rpc.StatusResp{Ack: true}, nil
+}
+
+// HandleTerminate notes that the agent is exiting on its own; the session
+// ends as stopped when its container exits.
+func (m *Manager) HandleTerminate(ctx context.Context, req rpc.TerminateReq) (rpc.TerminateResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.TerminateResp{}, err
+	}
+	r.mu.Lock()
+	r.terminating = req.Reason
+	if r.terminating == "" {
+		r.terminating = "no reason given"
+	}
+	r.mu.Unlock()
+	m.logf(r, "agent terminating", "reason", req.Reason)
+	return rpc.TerminateResp{Ack: true}, nil
+}
+
+// HandleFetchConfig sends the whole hot-reloadable config when the agent is
+// behind (§16.3).
+func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc.ConfigResp, error) {
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.ConfigResp{}, err
+	}
+	l, version := m.Config()
+	if req.CurrentConfigVersion >= version {
+		return rpc.ConfigResp{ConfigVersion: version}, nil
+	}
+	blob, err := json.Marshal(l.Config.DynamicFor(version, r.Bindings.LLM, r.Bindings.VoiceProfile))
+	if err != nil {
+		return rpc.ConfigResp{}, err
+	}
+	return rpc.ConfigResp{ConfigVersion: version, Config: blob}, nil
+}
+
+// HandleApproval: the approval pipeline is not built yet.
+func (m *Manager) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.ApprovalResp, error) {
+	return rpc.ApprovalResp{}, rpc.Errorf(http.StatusNotImplemented, rpc.CodeUnavailable, "approvals are not implemented in this choird yet")
+}
+
+// HandleHostTool: no host tools are registered yet.
+func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.HostToolResp, error) {
+	return rpc.HostToolResp{}, rpc.Errorf(http.StatusNotFound, rpc.CodeNotFound, "no host tool named %q in this choird", req.ToolName)
+}

@@ -1,0 +1,356 @@
+package lifecycle
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"choir/choird/lease"
+	"choir/internal/config"
+	"choir/internal/docker"
+	"choir/internal/logs"
+	"choir/internal/rpc"
+	"choir/testkit"
+	"choir/testkit/dockertest"
+)
+
+func TestMain(m *testing.M) {
+	defer testkit.CleanupBuilds()
+	dockertest.Main(m)
+}
+
+// memStore is an in-memory Store for tests of the lifecycle's own logic.
+type memStore struct {
+	mu       sync.Mutex
+	sessions map[string]SessionRecord
+	events   map[string][]rpc.Event
+}
+
+var _ Store = (*memStore)(nil)
+
+func newMemStore() *memStore {
+	return &memStore{sessions: map[string]SessionRecord{}, events: map[string][]rpc.Event{}}
+}
+
+func (s *memStore) CreateSession(_ context.Context, r SessionRecord) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sessions[r.SessionID] = r
+	return nil
+}
+func (s *memStore) EndSession(_ context.Context, id, status string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.sessions[id]
+	if !ok {
+		return errors.New("no such session")
+	}
+	r.Status = status
+	s.sessions[id] = r
+	return nil
+}
+func (s *memStore) ActiveSessions(context.Context) ([]SessionRecord, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []SessionRecord
+	for _, r := range s.sessions {
+		if r.Status == StatusActive {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+func (s *memStore) Heartbeat(context.Context, string, time.Time, int64) error { return nil }
+func (s *memStore) AppendEvents(_ context.Context, id string, evs []rpc.Event) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events[id] = append(s.events[id], evs...)
+	return nil
+}
+func (s *memStore) status(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sessions[id].Status
+}
+
+const (
+	secretValue = "sk-lifecycle-Secret-8Qx"
+	gitSecret   = "ghp-lifecycle-Token-3Jw"
+)
+
+// harness is a choird in miniature: config, log manager, the agent protocol
+// server on the real socket directory, and a Manager over a real engine.
+type harness struct {
+	m     *Manager
+	store *memStore
+	home  config.Home
+	ws    map[string]string
+	srv   *rpc.Server
+	dc    *docker.Client
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	dc := dockertest.Engine(t)
+	home := config.Home{Dir: filepath.Join(t.TempDir(), "h")}
+	ws := map[string]string{"main": filepath.Join(t.TempDir(), "main"), "other": filepath.Join(t.TempDir(), "other")}
+	for _, p := range ws {
+		os.MkdirAll(p, 0o755)
+	}
+	c := config.Default()
+	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 200, 2000
+	c.SessionSummaryTimeoutMS = 1000
+	c.Workspaces = map[string]config.Workspace{"main": {Path: ws["main"]}, "other": {Path: ws["other"]}}
+	c.Models = map[string]config.Model{"m": {Provider: "p", Model: "x", Endpoint: "http://127.0.0.1:1/v1", Secret: "llm-key", ContextWindow: 8192}}
+	c.GitIdentities = map[string]config.GitIdentity{"dev": {Name: "Dev", Email: "d@x", Secret: "git-token"}, "ops": {Name: "Ops", Email: "o@x", Secret: "git-token"}}
+	c.Gateways = map[string]config.Gateway{"bot": {Type: "telegram", Secret: "tg"}}
+	c.DMs = map[string]config.DM{"dm1": {Gateway: "bot", UserID: "1"}, "dm2": {Gateway: "bot", UserID: "2"}}
+	c.Agents = map[string]config.Agent{
+		"agent-1": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}},
+		"agent-2": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "ops", DM: "dm2"}},
+	}
+	c.Container = config.ContainerLimits{CPUs: 1, MemoryMB: 256, Pids: 128}
+	loaded := &config.Loaded{Config: &c, Secrets: config.Secrets{"llm-key": secretValue, "git-token": gitSecret, "tg": "tg-token-never-sent"}, Version: "test"}
+	red := logs.NewRedactor(secretValue, gitSecret, "tg-token-never-sent")
+	lm, err := logs.NewManager(home.LogsDir(), 1000, slog.LevelDebug, red)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lm.Close() })
+	store := newMemStore()
+	m := &Manager{
+		Docker: dc, Store: store, Leases: lease.NewTable(), Logs: lm, Home: home, Log: lm.Choird(),
+		Config: func() (*config.Loaded, int64) { return loaded, 1 }, ReadyTimeout: 60 * time.Second,
+	}
+	srv := rpc.NewServer(m, rpc.DefaultLimits(), lm.Choird())
+	m.Sessions = srv
+	l, err := rpc.ListenUnix(home.AgentSocket())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv}
+	go hs.Serve(l)
+	t.Cleanup(func() { hs.Close() })
+	agentImage(t, dc, "agent-1")
+	agentImage(t, dc, "agent-2")
+	return &harness{m: m, store: store, home: home, ws: ws, srv: srv, dc: dc}
+}
+
+// agentImage builds choir-agent-<id>:test1 from busybox with the static
+// choir-agent and a version.json, labelled as the build pipeline labels.
+func agentImage(t *testing.T, dc *docker.Client, id string) {
+	t.Helper()
+	agentBin, err := os.ReadFile(testkit.Build(t, "choir/agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dockertest.BusyboxImage(t, dc, "choir-test/busybox:1")
+	version, _ := json.Marshal(map[string]string{"agent_id": id, "image_version": "test1"})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for name, f := range map[string]struct {
+		body []byte
+		mode int64
+	}{
+		"Dockerfile":   {[]byte("FROM choir-test/busybox:1\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
+		"choir-agent":  {agentBin, 0o755},
+		"version.json": {version, 0o644},
+	} {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: f.mode, Size: int64(len(f.body))})
+		tw.Write(f.body)
+	}
+	tw.Close()
+	ctx := context.Background()
+	if _, err := dc.ImageBuild(ctx, &buf, docker.BuildOptions{Tags: []string{"choir-agent-" + id + ":test1"}, Labels: map[string]string{LabelManaged: "true", LabelAgent: id}}); err != nil {
+		t.Fatalf("build the test agent image: %v", err)
+	}
+	t.Cleanup(func() {
+		dc.ImageRemove(context.Background(), "choir-agent-"+id+":test1", docker.ImageRemoveOptions{Force: true})
+	})
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestAgentLifecycleOnARealEngine(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+
+	st, err := h.m.Start(ctx, "agent-1", lease.Overrides{})
+	if err != nil {
+		t.Fatalf("Start(agent-1) = %v", err)
+	}
+	if st.State != StateRunning || st.Bindings.Workspace != "main" || st.Image != "choir-agent-agent-1:test1" {
+		t.Errorf("status after start = %+v", st)
+	}
+	run := h.m.run("agent-1")
+
+	// The container has exactly the §15.3 profile.
+	c, err := h.dc.ContainerInspect(ctx, run.ContainerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hc := c.HostConfig
+	if hc.Privileged || !hc.ReadonlyRootfs || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || len(hc.CapAdd) != 0 {
+		t.Errorf("privileges: privileged=%v readonly=%v capdrop=%v capadd=%v", hc.Privileged, hc.ReadonlyRootfs, hc.CapDrop, hc.CapAdd)
+	}
+	if !strings.Contains(strings.Join(hc.SecurityOpt, ","), "no-new-privileges") {
+		t.Errorf("SecurityOpt = %v; want no-new-privileges", hc.SecurityOpt)
+	}
+	if hc.PidMode == "host" || hc.NetworkMode == "host" || hc.IpcMode == "host" || len(hc.Devices) != 0 {
+		t.Errorf("namespaces/devices: pid=%q net=%q ipc=%q devices=%v", hc.PidMode, hc.NetworkMode, hc.IpcMode, hc.Devices)
+	}
+	if hc.Memory != 256<<20 || hc.NanoCPUs != 1e9 || hc.PidsLimit == nil || *hc.PidsLimit != 128 {
+		t.Errorf("limits: memory=%d cpus=%d pids=%v", hc.Memory, hc.NanoCPUs, hc.PidsLimit)
+	}
+	if _, ok := hc.Tmpfs["/tmp"]; !ok || hc.Tmpfs["/run"] == "" {
+		t.Errorf("Tmpfs = %v; want /tmp and /run", hc.Tmpfs)
+	}
+	if hc.Init == nil || !*hc.Init {
+		t.Error("Init is not set: stops would wait for the timeout")
+	}
+	if len(c.Mounts) != 2 { // the tmpfs mounts are in HostConfig.Tmpfs
+		var got []string
+		for _, mp := range c.Mounts {
+			got = append(got, string(mp.Type)+":"+mp.Source+"->"+mp.Destination)
+		}
+		t.Errorf("mounts = %v; want the workspace and the socket directory only", got)
+	}
+	for _, mp := range c.Mounts {
+		if mp.Type == "bind" && !(mp.Source == h.ws["main"] && mp.Destination == "/workspace") && !(mp.Source == h.home.AgentSocketDir() && mp.Destination == "/run/choir") {
+			t.Errorf("unexpected bind %s -> %s", mp.Source, mp.Destination)
+		}
+	}
+	if c.Config.Labels[LabelManaged] != "true" || c.Config.Labels[LabelAgent] != "agent-1" || c.Config.Labels[LabelSession] != run.SessionID {
+		t.Errorf("labels = %v", c.Config.Labels)
+	}
+	// No secret in what the engine knows of the container.
+	dump, _ := json.Marshal(c)
+	for _, s := range []string{secretValue, gitSecret, "tg-token-never-sent"} {
+		if bytes.Contains(dump, []byte(s)) {
+			t.Errorf("container inspect holds secret %q", s)
+		}
+	}
+
+	// The agent heartbeats.
+	waitUntil(t, "a heartbeat after hello", func() bool {
+		st, _ := h.m.Status("agent-1")
+		return st.LastHeartbeat.After(st.StartedAt)
+	})
+
+	// One run per agent; a second agent cannot take the same workspace.
+	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{}); !errors.Is(err, lease.ErrAlreadyRunning) {
+		t.Errorf("second Start(agent-1) = %v; want already running", err)
+	}
+	_, err = h.m.Start(ctx, "agent-2", lease.Overrides{})
+	if err == nil || !strings.Contains(err.Error(), `workspace "main" is leased to agent "agent-1"`) {
+		t.Errorf("Start(agent-2) on the same workspace = %v; want refusal naming agent-1", err)
+	}
+
+	// Graceful stop: TERMINATE_SELF, container gone, leases free, session stopped.
+	sessionID, containerID := run.SessionID, run.ContainerID
+	if err := h.m.Stop(ctx, "agent-1"); err != nil {
+		t.Fatal(err)
+	}
+	run.mu.Lock()
+	terminated := run.terminating
+	run.mu.Unlock()
+	if !strings.Contains(terminated, "shutdown requested") {
+		t.Errorf("TERMINATE_SELF reason = %q; want the agent to have said goodbye", terminated)
+	}
+	if _, err := h.dc.ContainerInspect(ctx, containerID); !docker.IsNotFound(err) {
+		t.Errorf("container after stop: %v; want gone", err)
+	}
+	if got := h.store.status(sessionID); got != StatusStopped {
+		t.Errorf("session status after stop = %q; want stopped", got)
+	}
+	if holder, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "main"}); ok {
+		t.Errorf("workspace still leased to %s after stop", holder)
+	}
+	// The lease token died with the session.
+	cp, _ := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: h.home.AgentSocket(), SessionID: sessionID, LeaseToken: run.token})
+	if _, err := cp.Heartbeat(ctx, rpc.HeartbeatReq{}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+		t.Errorf("heartbeat with the ended session's token = %v; want 401", err)
+	}
+	cp.Close()
+
+	// A killed container is a crash: leases released, and the next start works.
+	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{Workspace: "other"}); err != nil {
+		t.Fatalf("Start(agent-2) = %v", err)
+	}
+	run2 := h.m.run("agent-2")
+	if err := h.dc.ContainerKill(ctx, run2.ContainerID, "SIGKILL"); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the crash to be noticed", func() bool { return h.store.status(run2.SessionID) == StatusCrashed })
+	if _, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "other"}); ok {
+		t.Error("workspace still leased after a crash")
+	}
+	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{}); err != nil {
+		t.Fatalf("Start(agent-2) after its crash = %v", err)
+	}
+	defer h.m.Stop(ctx, "agent-2")
+
+	// No secret in the workspace or the logs.
+	h.m.Stop(ctx, "agent-2")
+	for _, dir := range []string{h.ws["main"], h.ws["other"], h.home.LogsDir()} {
+		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+			if err != nil || fi.IsDir() {
+				return nil
+			}
+			data, _ := os.ReadFile(p)
+			for _, s := range []string{secretValue, gitSecret, "tg-token-never-sent"} {
+				if bytes.Contains(data, []byte(s)) {
+					t.Errorf("%s holds secret %q", p, s)
+				}
+			}
+			return nil
+		})
+	}
+	// The agent's own log lines reached its log (then archived at session end).
+	archives, _ := filepath.Glob(filepath.Join(h.home.LogsDir(), "archive", "agent-1", "*.log.gz"))
+	if len(archives) == 0 {
+		t.Error("agent-1's log was not archived at session end")
+	}
+}
+
+func TestStartRefusals(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.m.Start(ctx, "ghost", lease.Overrides{}); err == nil || !strings.Contains(err.Error(), `no agent named "ghost"`) {
+		t.Errorf("Start(ghost) = %v", err)
+	}
+	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{Workspace: "nope"}); err == nil || !strings.Contains(err.Error(), "--workspace=nope") {
+		t.Errorf("Start with an unknown workspace = %v", err)
+	}
+	os.RemoveAll(h.ws["other"])
+	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{Workspace: "other"}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+		t.Errorf("Start with a missing workspace directory = %v", err)
+	}
+	if _, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.DM, Name: "dm1"}); ok {
+		t.Error("a refused start left a lease behind")
+	}
+	if err := h.m.Stop(ctx, "agent-1"); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Stop of a stopped agent = %v; want ErrNotRunning", err)
+	}
+	_ = io.Discard
+}

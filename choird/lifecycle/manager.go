@@ -1,0 +1,234 @@
+// Package lifecycle runs agents: it starts each in its own container with
+// the §15.3 profile after taking its leases all-or-nothing, opens its session
+// (a 256-bit lease token admitted by the agent protocol server), answers the
+// agent's verbs, notices crashes (a container that exits, or heartbeats that
+// stop for crash_detection_threshold_ms), and ends sessions on stop, crash
+// or terminate, releasing everything on every path.
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"choir/choird/lease"
+	"choir/internal/config"
+	"choir/internal/docker"
+	"choir/internal/rpc"
+)
+
+// Docker is what the lifecycle needs from the engine.
+type Docker interface {
+	ContainerCreate(ctx context.Context, name string, cfg *docker.ContainerConfig, hc *docker.HostConfig) (docker.CreateResponse, error)
+	ContainerStart(ctx context.Context, id string) error
+	ContainerStop(ctx context.Context, id string, timeout time.Duration) error
+	ContainerRemove(ctx context.Context, id string, opts docker.ContainerRemoveOptions) error
+	ContainerWait(ctx context.Context, id string, cond docker.WaitCondition) (docker.WaitResponse, error)
+	ContainerList(ctx context.Context, opts docker.ContainerListOptions) ([]docker.ContainerSummary, error)
+	ContainerLogs(ctx context.Context, id string, opts docker.LogsOptions) (*docker.LogStream, error)
+	ImageList(ctx context.Context, opts docker.ImageListOptions) ([]docker.ImageSummary, error)
+}
+
+// Session statuses, as Postgres records them.
+const (
+	StatusActive  = "active"
+	StatusStopped = "stopped"
+	StatusCrashed = "crashed"
+)
+
+// SessionRecord is a session as the store keeps it.
+type SessionRecord struct {
+	SessionID string
+	AgentID   string
+	LeaseID   string
+	Status    string
+	StartedAt time.Time
+	Bindings  rpc.ResourceBindings
+	Image     string
+}
+
+// Store is what the lifecycle needs from Postgres.
+type Store interface {
+	CreateSession(ctx context.Context, s SessionRecord) error
+	EndSession(ctx context.Context, sessionID, status string) error
+	ActiveSessions(ctx context.Context) ([]SessionRecord, error)
+	Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error
+	AppendEvents(ctx context.Context, sessionID string, events []rpc.Event) error
+}
+
+// Sessions is the agent protocol server's session table.
+type Sessions interface {
+	Open(sessionID, token string)
+	Close(sessionID string)
+	Publish(sessionID, typ string, data any) (string, bool)
+}
+
+// Logs gives each agent its log and archives it at session end.
+type Logs interface {
+	Agent(id string) (*slog.Logger, error)
+	AgentWriter(id string) (io.Writer, error)
+	ArchiveAgent(id string) error
+}
+
+// Config returns the running configuration and its version.
+type Config func() (*config.Loaded, int64)
+
+// Run states.
+const (
+	StateStarting = "starting" // container started, waiting for INIT_HELLO
+	StateRunning  = "running"
+	StateStopping = "stopping"
+)
+
+// Run is one running agent session.
+type Run struct {
+	AgentID, SessionID, ContainerID, Image, ImageVersion string
+	Bindings                                             rpc.ResourceBindings
+	Resources                                            []lease.Resource
+	StartedAt                                            time.Time
+
+	token    string
+	ready    chan struct{} // closed at INIT_HELLO
+	exited   chan struct{} // closed when the container has exited
+	exitCode int64
+
+	mu            sync.Mutex
+	state         string
+	lastHeartbeat time.Time
+	configVersion int64
+	lanes         map[string]rpc.StatusReq
+	terminating   string // TERMINATE_SELF's reason
+	overrides     lease.Overrides
+}
+
+// AgentStatus is what `choirctl agent status` and `agent list` show.
+type AgentStatus struct {
+	AgentID       string                   `json:"agent_id"`
+	State         string                   `json:"state"` // stopped, starting, running, stopping
+	SessionID     string                   `json:"session_id,omitempty"`
+	Container     string                   `json:"container,omitempty"`
+	Image         string                   `json:"image,omitempty"`
+	StartedAt     time.Time                `json:"started_at,omitzero"`
+	Uptime        string                   `json:"uptime,omitempty"`
+	LastHeartbeat time.Time                `json:"last_heartbeat,omitzero"`
+	ConfigVersion int64                    `json:"config_version,omitempty"`
+	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
+	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
+}
+
+// Manager starts, watches and stops agents.
+type Manager struct {
+	Docker   Docker
+	Store    Store
+	Sessions Sessions
+	Leases   *lease.Table
+	Logs     Logs
+	Config   Config
+	Home     config.Home
+	Log      *slog.Logger
+	// User is the uid:gid containers run as (default: choird's own).
+	User string
+	// ReadyTimeout bounds how long a start waits for INIT_HELLO.
+	ReadyTimeout time.Duration
+	// Now is the clock (tests may replace it).
+	Now func() time.Time
+
+	mu       sync.Mutex
+	runs     map[string]*Run // by agent id
+	sessions map[string]*Run // by session id
+	agentMu  map[string]*sync.Mutex
+}
+
+func (m *Manager) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+// ErrNotRunning says an agent has no session.
+var ErrNotRunning = errors.New("agent is not running")
+
+// agentLock serialises start/stop of one agent.
+func (m *Manager) agentLock(id string) *sync.Mutex {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.agentMu == nil {
+		m.agentMu = map[string]*sync.Mutex{}
+	}
+	l := m.agentMu[id]
+	if l == nil {
+		l = &sync.Mutex{}
+		m.agentMu[id] = l
+	}
+	return l
+}
+
+func (m *Manager) run(agentID string) *Run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.runs[agentID]
+}
+
+func (m *Manager) bySession(sessionID string) *Run {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.sessions[sessionID]
+}
+
+// Status reports one agent.
+func (m *Manager) Status(agentID string) (AgentStatus, error) {
+	l, _ := m.Config()
+	if _, ok := l.Config.Agents[agentID]; !ok {
+		return AgentStatus{}, fmt.Errorf("no agent named %q in config.json (have: %s)", agentID, strings.Join(config.SortedNames(l.Config.Agents), ", "))
+	}
+	r := m.run(agentID)
+	if r == nil {
+		return AgentStatus{AgentID: agentID, State: "stopped"}, nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	b := r.Bindings
+	lanes := map[string]rpc.StatusReq{}
+	for k, v := range r.lanes {
+		lanes[k] = v
+	}
+	return AgentStatus{
+		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
+		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
+		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes,
+	}, nil
+}
+
+// List reports every configured agent, sorted by id.
+func (m *Manager) List() []AgentStatus {
+	l, _ := m.Config()
+	ids := config.SortedNames(l.Config.Agents)
+	sort.Strings(ids)
+	out := make([]AgentStatus, 0, len(ids))
+	for _, id := range ids {
+		st, _ := m.Status(id)
+		out = append(out, st)
+	}
+	return out
+}
+
+// Running counts running sessions.
+func (m *Manager) Running() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.runs)
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}

@@ -1,0 +1,145 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"choir/choird/lease"
+	"choir/internal/docker"
+	"choir/internal/rpc"
+)
+
+// DefaultReadyTimeout bounds how long a start waits for INIT_HELLO.
+const DefaultReadyTimeout = 30 * time.Second
+
+// Start starts an agent: resolve its bindings, lease every exclusive
+// resource at once, record the session, admit its lease token, create and
+// start the container, and wait for INIT_HELLO. On any failure everything
+// taken so far is given back.
+func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) (AgentStatus, error) {
+	lk := m.agentLock(agentID)
+	lk.Lock()
+	defer lk.Unlock()
+	l, version := m.Config()
+	b, resources, err := lease.Resolve(l.Config, agentID, o)
+	if err != nil {
+		return AgentStatus{}, err
+	}
+	wsPath := l.Config.Workspaces[b.Workspace].Path
+	if fi, err := os.Stat(wsPath); err != nil || !fi.IsDir() {
+		return AgentStatus{}, fmt.Errorf("workspace %q: %s is not a directory: create it (mkdir -p %s)", b.Workspace, wsPath, wsPath)
+	}
+	image, imageVersion, err := m.latestImage(ctx, agentID)
+	if err != nil {
+		return AgentStatus{}, err
+	}
+	if err := m.Leases.Acquire(agentID, resources); err != nil {
+		return AgentStatus{}, fmt.Errorf("cannot start %s: %w", agentID, err)
+	}
+	r := &Run{
+		AgentID: agentID, SessionID: rpc.NewRequestID(), Image: image, ImageVersion: imageVersion,
+		Bindings: b, Resources: resources, StartedAt: m.now(), token: rpc.NewToken(),
+		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
+		configVersion: version, lanes: map[string]rpc.StatusReq{}, overrides: o,
+	}
+	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Image: image}
+	if err := m.Store.CreateSession(ctx, rec); err != nil {
+		m.Leases.Release(agentID)
+		return AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)
+	}
+	m.register(r)
+	m.Sessions.Open(r.SessionID, r.token)
+	if err := m.launch(ctx, r, wsPath); err != nil {
+		m.end(r, StatusStopped, "start failed: "+err.Error())
+		return AgentStatus{}, err
+	}
+	m.logf(r, "agent container started", "container", shortID(r.ContainerID), "image", image)
+	timeout := m.ReadyTimeout
+	if timeout == 0 {
+		timeout = DefaultReadyTimeout
+	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-r.ready:
+		return m.Status(agentID)
+	case <-r.exited:
+		tail := m.logTail(r.ContainerID)
+		m.end(r, StatusCrashed, fmt.Sprintf("container exited with code %d before INIT_HELLO", r.exitCode))
+		return AgentStatus{}, fmt.Errorf("%s exited with code %d before it said hello%s", agentID, r.exitCode, tail)
+	case <-t.C:
+		tail := m.logTail(r.ContainerID)
+		m.end(r, StatusStopped, "no INIT_HELLO")
+		return AgentStatus{}, fmt.Errorf("%s did not say hello within %s; it was stopped%s", agentID, timeout, tail)
+	case <-ctx.Done():
+		m.end(r, StatusStopped, "start cancelled")
+		return AgentStatus{}, ctx.Err()
+	}
+}
+
+func (m *Manager) register(r *Run) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.runs == nil {
+		m.runs, m.sessions = map[string]*Run{}, map[string]*Run{}
+	}
+	m.runs[r.AgentID] = r
+	m.sessions[r.SessionID] = r
+}
+
+// launch creates and starts the container and begins watching it.
+func (m *Manager) launch(ctx context.Context, r *Run, wsPath string) error {
+	l, _ := m.Config()
+	for _, dir := range []string{".choirtmp/send", ".choirtmp/recv"} {
+		if err := os.MkdirAll(filepath.Join(wsPath, dir), 0o755); err != nil {
+			return fmt.Errorf("prepare the workspace: %w", err)
+		}
+	}
+	user := m.User
+	if user == "" {
+		user = ProcessUser()
+	}
+	spec := Spec{
+		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Image: r.Image,
+		WorkspacePath: wsPath, SocketDir: m.Home.AgentSocketDir(), HeartbeatMS: l.Config.HeartbeatIntervalMS,
+		Limits: l.Config.Container, User: user,
+	}
+	cfg, hc := Profile(spec)
+	if err := Verify(cfg, hc, spec); err != nil {
+		return err
+	}
+	created, err := m.Docker.ContainerCreate(ctx, "choir-"+r.AgentID+"-"+r.SessionID[:8], cfg, hc)
+	if err != nil {
+		return fmt.Errorf("create the container: %w", err)
+	}
+	r.ContainerID = created.ID
+	if err := m.Docker.ContainerStart(ctx, created.ID); err != nil {
+		return fmt.Errorf("start the container: %w", err)
+	}
+	go m.watch(r)
+	go m.pumpLogs(r)
+	return nil
+}
+
+// latestImage picks the newest image built for the agent.
+func (m *Manager) latestImage(ctx context.Context, agentID string) (ref, version string, err error) {
+	imgs, err := m.Docker.ImageList(ctx, docker.ImageListOptions{Filters: docker.Filters{"label": {LabelManaged + "=true", LabelAgent + "=" + agentID}}})
+	if err != nil {
+		return "", "", fmt.Errorf("list the images of %s: %w", agentID, err)
+	}
+	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Created > imgs[j].Created })
+	prefix := "choir-agent-" + agentID + ":"
+	for _, img := range imgs {
+		for _, tag := range img.RepoTags {
+			if strings.HasPrefix(tag, prefix) {
+				return tag, strings.TrimPrefix(tag, prefix), nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("no image for agent %s: run `choirctl agent build %s` first", agentID, agentID)
+}
