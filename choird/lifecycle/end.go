@@ -28,6 +28,12 @@ func (m *Manager) Stop(ctx context.Context, agentID string) error {
 	if r == nil {
 		return fmt.Errorf("%s: %w", agentID, ErrNotRunning)
 	}
+	m.stop(ctx, r)
+	return nil
+}
+
+// stop is Stop with the agent's lock held.
+func (m *Manager) stop(ctx context.Context, r *Run) {
 	r.setState(StateStopping)
 	m.Sessions.Publish(r.SessionID, "shutdown", map[string]string{"reason": "agent stop"})
 	l, _ := m.Config()
@@ -41,7 +47,6 @@ func (m *Manager) Stop(ctx context.Context, agentID string) error {
 	case <-ctx.Done():
 	}
 	m.end(r, StatusStopped, "stopped")
-	return nil
 }
 
 func (r *Run) setState(s string) {

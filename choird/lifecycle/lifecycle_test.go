@@ -354,3 +354,52 @@ func TestStartRefusals(t *testing.T) {
 	}
 	_ = io.Discard
 }
+
+func TestRestartAndWorkspaceReset(t *testing.T) {
+	h := newHarness(t)
+	ctx := context.Background()
+	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{Workspace: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	first := h.m.run("agent-2").SessionID
+	st, err := h.m.Restart(ctx, "agent-2")
+	if err != nil {
+		t.Fatalf("Restart = %v", err)
+	}
+	if st.SessionID == first || st.Bindings.Workspace != "other" || st.State != StateRunning {
+		t.Errorf("after restart: %+v; want a new running session on the same workspace", st)
+	}
+	if got := h.store.status(first); got != StatusStopped {
+		t.Errorf("first session = %q; want stopped", got)
+	}
+	var holder string
+	for _, w := range h.m.Workspaces() {
+		if w.Name == "other" {
+			holder = w.Holder
+		}
+	}
+	if holder != "agent-2" {
+		t.Errorf("workspace list holder of other = %q; want agent-2", holder)
+	}
+	os.WriteFile(filepath.Join(h.ws["other"], "notes.txt"), []byte("x"), 0o644)
+	os.Symlink("/etc", filepath.Join(h.ws["other"], "etc-link"))
+	res, err := h.m.ResetWorkspace(ctx, "other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StoppedAgent != "agent-2" {
+		t.Errorf("reset stopped %q; want agent-2", res.StoppedAgent)
+	}
+	if entries, _ := os.ReadDir(h.ws["other"]); len(entries) != 0 {
+		t.Errorf("workspace after reset holds %d entries; want none", len(entries))
+	}
+	if _, err := os.Stat("/etc/passwd"); err != nil {
+		t.Error("reset followed a symlink out of the workspace")
+	}
+	if st, _ := h.m.Status("agent-2"); st.State != "stopped" {
+		t.Errorf("agent-2 after reset = %s; want stopped", st.State)
+	}
+	if _, err := h.m.ResetWorkspace(ctx, "nope"); err == nil || !strings.Contains(err.Error(), `no workspace named "nope"`) {
+		t.Errorf("reset of an unknown workspace = %v", err)
+	}
+}

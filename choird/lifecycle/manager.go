@@ -19,6 +19,7 @@ import (
 
 	"choir/choird/lease"
 	"choir/internal/config"
+	"choir/internal/ctl"
 	"choir/internal/docker"
 	"choir/internal/rpc"
 )
@@ -107,21 +108,6 @@ type Run struct {
 	overrides     lease.Overrides
 }
 
-// AgentStatus is what `choirctl agent status` and `agent list` show.
-type AgentStatus struct {
-	AgentID       string                   `json:"agent_id"`
-	State         string                   `json:"state"` // stopped, starting, running, stopping
-	SessionID     string                   `json:"session_id,omitempty"`
-	Container     string                   `json:"container,omitempty"`
-	Image         string                   `json:"image,omitempty"`
-	StartedAt     time.Time                `json:"started_at,omitzero"`
-	Uptime        string                   `json:"uptime,omitempty"`
-	LastHeartbeat time.Time                `json:"last_heartbeat,omitzero"`
-	ConfigVersion int64                    `json:"config_version,omitempty"`
-	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
-	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
-}
-
 // Manager starts, watches and stops agents.
 type Manager struct {
 	Docker   Docker
@@ -183,14 +169,14 @@ func (m *Manager) bySession(sessionID string) *Run {
 }
 
 // Status reports one agent.
-func (m *Manager) Status(agentID string) (AgentStatus, error) {
+func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	l, _ := m.Config()
 	if _, ok := l.Config.Agents[agentID]; !ok {
-		return AgentStatus{}, fmt.Errorf("no agent named %q in config.json (have: %s)", agentID, strings.Join(config.SortedNames(l.Config.Agents), ", "))
+		return ctl.AgentStatus{}, fmt.Errorf("no agent named %q in config.json (have: %s)", agentID, strings.Join(config.SortedNames(l.Config.Agents), ", "))
 	}
 	r := m.run(agentID)
 	if r == nil {
-		return AgentStatus{AgentID: agentID, State: "stopped"}, nil
+		return ctl.AgentStatus{AgentID: agentID, State: "stopped"}, nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -199,7 +185,7 @@ func (m *Manager) Status(agentID string) (AgentStatus, error) {
 	for k, v := range r.lanes {
 		lanes[k] = v
 	}
-	return AgentStatus{
+	return ctl.AgentStatus{
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
 		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes,
@@ -207,11 +193,11 @@ func (m *Manager) Status(agentID string) (AgentStatus, error) {
 }
 
 // List reports every configured agent, sorted by id.
-func (m *Manager) List() []AgentStatus {
+func (m *Manager) List() []ctl.AgentStatus {
 	l, _ := m.Config()
 	ids := config.SortedNames(l.Config.Agents)
 	sort.Strings(ids)
-	out := make([]AgentStatus, 0, len(ids))
+	out := make([]ctl.AgentStatus, 0, len(ids))
 	for _, id := range ids {
 		st, _ := m.Status(id)
 		out = append(out, st)

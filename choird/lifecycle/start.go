@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"choir/choird/lease"
+	"choir/internal/ctl"
 	"choir/internal/docker"
 	"choir/internal/rpc"
 )
@@ -21,25 +22,51 @@ const DefaultReadyTimeout = 30 * time.Second
 // resource at once, record the session, admit its lease token, create and
 // start the container, and wait for INIT_HELLO. On any failure everything
 // taken so far is given back.
-func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) (AgentStatus, error) {
+func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) (ctl.AgentStatus, error) {
 	lk := m.agentLock(agentID)
 	lk.Lock()
 	defer lk.Unlock()
+	return m.start(ctx, agentID, o, "")
+}
+
+// Restart stops an agent and starts it again with the same image and the
+// same resource bindings.
+func (m *Manager) Restart(ctx context.Context, agentID string) (ctl.AgentStatus, error) {
+	lk := m.agentLock(agentID)
+	lk.Lock()
+	defer lk.Unlock()
+	r := m.run(agentID)
+	if r == nil {
+		return ctl.AgentStatus{}, fmt.Errorf("%s: %w", agentID, ErrNotRunning)
+	}
+	b := r.Bindings
+	o := lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM}
+	m.stop(ctx, r)
+	return m.start(ctx, agentID, o, r.Image)
+}
+
+// start is Start with the agent's lock held; image "" means the newest.
+func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, image string) (ctl.AgentStatus, error) {
 	l, version := m.Config()
 	b, resources, err := lease.Resolve(l.Config, agentID, o)
 	if err != nil {
-		return AgentStatus{}, err
+		return ctl.AgentStatus{}, err
 	}
 	wsPath := l.Config.Workspaces[b.Workspace].Path
 	if fi, err := os.Stat(wsPath); err != nil || !fi.IsDir() {
-		return AgentStatus{}, fmt.Errorf("workspace %q: %s is not a directory: create it (mkdir -p %s)", b.Workspace, wsPath, wsPath)
+		return ctl.AgentStatus{}, fmt.Errorf("workspace %q: %s is not a directory: create it (mkdir -p %s)", b.Workspace, wsPath, wsPath)
 	}
-	image, imageVersion, err := m.latestImage(ctx, agentID)
-	if err != nil {
-		return AgentStatus{}, err
+	imageVersion := ""
+	if image == "" {
+		image, imageVersion, err = m.latestImage(ctx, agentID)
+		if err != nil {
+			return ctl.AgentStatus{}, err
+		}
+	} else {
+		imageVersion = image[strings.LastIndex(image, ":")+1:]
 	}
 	if err := m.Leases.Acquire(agentID, resources); err != nil {
-		return AgentStatus{}, fmt.Errorf("cannot start %s: %w", agentID, err)
+		return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: %w", agentID, err)
 	}
 	r := &Run{
 		AgentID: agentID, SessionID: rpc.NewRequestID(), Image: image, ImageVersion: imageVersion,
@@ -50,13 +77,13 @@ func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) 
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Image: image}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
 		m.Leases.Release(agentID)
-		return AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)
+		return ctl.AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)
 	}
 	m.register(r)
 	m.Sessions.Open(r.SessionID, r.token)
 	if err := m.launch(ctx, r, wsPath); err != nil {
 		m.end(r, StatusStopped, "start failed: "+err.Error())
-		return AgentStatus{}, err
+		return ctl.AgentStatus{}, err
 	}
 	m.logf(r, "agent container started", "container", shortID(r.ContainerID), "image", image)
 	timeout := m.ReadyTimeout
@@ -71,14 +98,14 @@ func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) 
 	case <-r.exited:
 		tail := m.logTail(r.ContainerID)
 		m.end(r, StatusCrashed, fmt.Sprintf("container exited with code %d before INIT_HELLO", r.exitCode))
-		return AgentStatus{}, fmt.Errorf("%s exited with code %d before it said hello%s", agentID, r.exitCode, tail)
+		return ctl.AgentStatus{}, fmt.Errorf("%s exited with code %d before it said hello%s", agentID, r.exitCode, tail)
 	case <-t.C:
 		tail := m.logTail(r.ContainerID)
 		m.end(r, StatusStopped, "no INIT_HELLO")
-		return AgentStatus{}, fmt.Errorf("%s did not say hello within %s; it was stopped%s", agentID, timeout, tail)
+		return ctl.AgentStatus{}, fmt.Errorf("%s did not say hello within %s; it was stopped%s", agentID, timeout, tail)
 	case <-ctx.Done():
 		m.end(r, StatusStopped, "start cancelled")
-		return AgentStatus{}, ctx.Err()
+		return ctl.AgentStatus{}, ctx.Err()
 	}
 }
 

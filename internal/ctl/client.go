@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -80,9 +81,17 @@ func (c *Client) getJSON(ctx context.Context, path string, v any) error {
 }
 
 func (c *Client) get(ctx context.Context, path string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://choird"+path, nil)
+	return c.send(ctx, http.MethodGet, path, nil)
+}
+
+// send makes a request; any answer but 200 becomes an error.
+func (c *Client) send(ctx context.Context, method, path string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://choird"+path, body)
 	if err != nil {
 		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -109,3 +118,75 @@ func (c *Client) get(ctx context.Context, path string) (*http.Response, error) {
 
 // Close releases idle connections.
 func (c *Client) Close() { c.hc.CloseIdleConnections() }
+
+// Agents lists every configured agent with its state.
+func (c *Client) Agents(ctx context.Context) ([]AgentStatus, error) {
+	var out []AgentStatus
+	return out, c.getJSON(ctx, "/v1/agents", &out)
+}
+
+// Agent reports one agent.
+func (c *Client) Agent(ctx context.Context, id string) (*AgentStatus, error) {
+	var out AgentStatus
+	if err := c.getJSON(ctx, "/v1/agents/"+url.PathEscape(id), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// StartAgent starts an agent and returns once it has said hello.
+func (c *Client) StartAgent(ctx context.Context, id string, req StartRequest) (*AgentStatus, error) {
+	var out AgentStatus
+	if err := c.postJSON(ctx, "/v1/agents/"+url.PathEscape(id)+"/start", req, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// StopAgent stops an agent gracefully.
+func (c *Client) StopAgent(ctx context.Context, id string) error {
+	return c.postJSON(ctx, "/v1/agents/"+url.PathEscape(id)+"/stop", struct{}{}, nil)
+}
+
+// RestartAgent stops and starts an agent with the same bindings.
+func (c *Client) RestartAgent(ctx context.Context, id string) (*AgentStatus, error) {
+	var out AgentStatus
+	if err := c.postJSON(ctx, "/v1/agents/"+url.PathEscape(id)+"/restart", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Workspaces lists workspaces and their lease holders.
+func (c *Client) Workspaces(ctx context.Context) ([]Workspace, error) {
+	var out []Workspace
+	return out, c.getJSON(ctx, "/v1/workspaces", &out)
+}
+
+// ResetWorkspace stops the holder, if any, and empties the workspace.
+func (c *Client) ResetWorkspace(ctx context.Context, name string) (*ResetResult, error) {
+	var out ResetResult
+	if err := c.postJSON(ctx, "/v1/workspaces/"+url.PathEscape(name)+"/reset", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	resp, err := c.send(ctx, http.MethodPost, path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("decode choird's answer to %s: %w", path, err)
+	}
+	return nil
+}

@@ -8,6 +8,13 @@
 //	GET  /v1/logs/<source>        → text/plain: the log's current contents,
 //	                                 then, with ?follow=1, new lines as they
 //	                                 are written until the client disconnects
+//	GET  /v1/agents               → []AgentStatus, every configured agent
+//	GET  /v1/agents/<id>          → AgentStatus
+//	POST /v1/agents/<id>/start    StartRequest → AgentStatus, once it said hello
+//	POST /v1/agents/<id>/stop     → {} once the session has ended
+//	POST /v1/agents/<id>/restart  → AgentStatus (same bindings)
+//	GET  /v1/workspaces           → []Workspace with lease holders
+//	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //
 // Errors are {"error":{"code","message"}} with a fitting HTTP status, the
 // same shape as the agent protocol's. The socket's file mode is the
