@@ -4,6 +4,11 @@ import "context"
 
 func runAgent(ctx context.Context, e *env, args []string) error {
 	return subcommand(ctx, e, "agent", args, map[string]func(context.Context, *env, []string) error{
-		"init": agentInit,
+		"init":    agentInit,
+		"start":   agentStart,
+		"stop":    agentStop,
+		"restart": agentRestart,
+		"status":  agentStatus,
+		"list":    agentList,
 	})
 }

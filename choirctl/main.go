@@ -32,6 +32,12 @@ Commands:
   secret delete <name>          delete a secret
   logs <choird|agent-id>        print a log, then follow it until Ctrl-C
   agent init <agent-id>         add a placeholder agent and scaffold its repo
+  agent start <agent-id> --dm=  start an agent (flags override its defaults)
+  agent stop|restart <agent-id> stop gracefully, or stop and start again
+  agent status <agent-id>       state, session, bindings, lanes, heartbeat
+  agent list                    every configured agent and its state
+  workspace list                workspaces, paths and lease holders
+  workspace reset <name>        empty a workspace (stops its holder first)
 
 --home defaults to $CHOIR_HOME, else ~/.choir.d.
 Run 'choirctl <command> --help' for a command's flags.
@@ -54,12 +60,13 @@ type command struct {
 
 // commands is the table of top-level commands; groups dispatch again.
 var commands = map[string]command{
-	"init":   {runInit, "create ~/.choir.d"},
-	"status": {runStatus, "choird health"},
-	"config": {runConfig, "config show"},
-	"secret": {runSecret, "secret list|set|delete"},
-	"logs":   {runLogs, "print and follow a log"},
-	"agent":  {runAgent, "agent init"},
+	"init":      {runInit, "create ~/.choir.d"},
+	"status":    {runStatus, "choird health"},
+	"config":    {runConfig, "config show"},
+	"secret":    {runSecret, "secret list|set|delete"},
+	"logs":      {runLogs, "print and follow a log"},
+	"agent":     {runAgent, "agent lifecycle"},
+	"workspace": {runWorkspace, "workspace list|reset"},
 }
 
 // usageError is a mistake in the command line (exit status 2).

@@ -46,6 +46,7 @@ func (p *Plane) AdminHandler() http.Handler {
 			p.log.Warn("follow log", "path", path, logs.KeyError, err.Error())
 		}
 	})
+	p.registerAgentRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ctl.Errorf(http.StatusNotFound, "not_found", "no admin endpoint %s %s: is choirctl newer than choird?", r.Method, r.URL.Path))
 	})

@@ -32,6 +32,7 @@ type Plane struct {
 	transport     string
 	agentSocket   string
 	listen        string
+	agents        Agents
 }
 
 // New returns a control plane for home, logging through lm.
@@ -101,6 +102,9 @@ func (p *Plane) Status() ctl.Status {
 	if p.loaded != nil {
 		s.ConfigHash = p.loaded.Version
 		s.Resources = p.loaded.Config.Counts()
+	}
+	if p.agents != nil {
+		s.AgentsRunning = p.agents.Running()
 	}
 	return s
 }

@@ -1,0 +1,83 @@
+package main
+
+// choirctl agent start <agent-id> --dm=<name> [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]
+//
+// Starts the agent's container and returns once the agent has said hello.
+// Every exclusive resource is leased at once or not at all; a refusal names
+// the resource and the agent holding it. --dm is required here (choirctl has
+// no DM of its own); the other flags override the agent's defaults.
+
+import (
+	"context"
+	"fmt"
+
+	"choir/internal/ctl"
+)
+
+func agentStart(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "agent start", "agent start <agent-id> --dm=<name> [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]")
+	var req ctl.StartRequest
+	fs.StringVar(&req.DM, "dm", "", "the DM to bind (required)")
+	fs.StringVar(&req.Workspace, "workspace", "", "override the default workspace")
+	fs.StringVar(&req.LLM, "llm", "", "override the default model")
+	fs.StringVar(&req.VoiceProfile, "voice-profile", "", "override the default voice profile")
+	fs.StringVar(&req.GitIdentity, "git-identity", "", "override the default git identity")
+	fs.StringVar(&req.Notion, "notion", "", "override the default Notion integration")
+	fs.StringVar(&req.Email, "email", "", "override the default email account")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one agent id")
+	}
+	if req.DM == "" {
+		return usagef("--dm is required: name the DM (from config.json dms) the agent talks to")
+	}
+	c := e.client()
+	defer c.Close()
+	st, err := c.StartAgent(ctx, fs.Arg(0), req)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, st)
+	}
+	fmt.Fprintf(e.stdout, "%s started: session %s, container %s, image %s\n", st.AgentID, st.SessionID, st.Container, st.Image)
+	return nil
+}
+
+func agentStop(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "agent stop", "agent stop <agent-id>")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one agent id")
+	}
+	c := e.client()
+	defer c.Close()
+	if err := c.StopAgent(ctx, fs.Arg(0)); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s stopped\n", fs.Arg(0))
+	return nil
+}
+
+func agentRestart(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "agent restart", "agent restart <agent-id>")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one agent id")
+	}
+	c := e.client()
+	defer c.Close()
+	st, err := c.RestartAgent(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s restarted: session %s, container %s\n", st.AgentID, st.SessionID, st.Container)
+	return nil
+}

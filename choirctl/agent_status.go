@@ -1,0 +1,113 @@
+package main
+
+// choirctl agent status <agent-id> [--json]
+// choirctl agent list [--json]
+//
+// status shows one agent in detail: state, session, container, image,
+// uptime, last heartbeat, config version, resource bindings and lane
+// states. list shows every configured agent with its state.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"text/tabwriter"
+	"time"
+)
+
+func agentStatus(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "agent status", "agent status <agent-id> [--json]")
+	asJSON := fs.Bool("json", false, "print the status as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one agent id")
+	}
+	c := e.client()
+	defer c.Close()
+	st, err := c.Agent(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, st)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "agent\t%s\n", st.AgentID)
+	fmt.Fprintf(tw, "state\t%s\n", st.State)
+	if st.SessionID != "" {
+		fmt.Fprintf(tw, "session\t%s\n", st.SessionID)
+		fmt.Fprintf(tw, "container\t%s\n", st.Container)
+		fmt.Fprintf(tw, "image\t%s\n", st.Image)
+		fmt.Fprintf(tw, "uptime\t%s\n", st.Uptime)
+		if !st.LastHeartbeat.IsZero() {
+			fmt.Fprintf(tw, "last heartbeat\t%s ago\n", time.Since(st.LastHeartbeat).Round(time.Millisecond))
+		}
+		fmt.Fprintf(tw, "config version\t%d\n", st.ConfigVersion)
+	}
+	if b := st.Bindings; b != nil {
+		fmt.Fprintf(tw, "bindings\tworkspace=%s llm=%s git_identity=%s dm=%s", b.Workspace, b.LLM, b.GitIdentity, b.DM)
+		for _, kv := range [][2]string{{"voice_profile", b.VoiceProfile}, {"notion", b.Notion}, {"email", b.Email}} {
+			if kv[1] != "" {
+				fmt.Fprintf(tw, " %s=%s", kv[0], kv[1])
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	lanes := make([]string, 0, len(st.Lanes))
+	for name := range st.Lanes {
+		lanes = append(lanes, name)
+	}
+	sort.Strings(lanes)
+	for _, name := range lanes {
+		l := st.Lanes[name]
+		fmt.Fprintf(tw, "lane %s\t%s", name, l.State)
+		if l.Skill != "" {
+			fmt.Fprintf(tw, " skill=%s step=%d", l.Skill, l.Step)
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func agentList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "agent list", "agent list [--json]")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	list, err := c.Agents(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, list)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tSTATE\tSESSION\tUPTIME\tWORKSPACE")
+	for _, st := range list {
+		ws := ""
+		if st.Bindings != nil {
+			ws = st.Bindings.Workspace
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", st.AgentID, st.State, dash(st.SessionID), dash(st.Uptime), dash(ws))
+	}
+	return tw.Flush()
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func printJSON(e *env, v any) error {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

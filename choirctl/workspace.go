@@ -1,0 +1,65 @@
+package main
+
+// choirctl workspace list
+// choirctl workspace reset <name>
+//
+// list shows each workspace's host path and the agent leasing it. reset
+// empties a workspace (it is never authoritative: §15.4), stopping the agent
+// that leases it first.
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+)
+
+func runWorkspace(ctx context.Context, e *env, args []string) error {
+	return subcommand(ctx, e, "workspace", args, map[string]func(context.Context, *env, []string) error{
+		"list":  workspaceList,
+		"reset": workspaceReset,
+	})
+}
+
+func workspaceList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "workspace list", "workspace list [--json]")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	list, err := c.Workspaces(ctx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, list)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "WORKSPACE\tPATH\tLEASED TO")
+	for _, w := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", w.Name, w.Path, dash(w.Holder))
+	}
+	return tw.Flush()
+}
+
+func workspaceReset(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "workspace reset", "workspace reset <name>")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one workspace name")
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.ResetWorkspace(ctx, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	if res.StoppedAgent != "" {
+		fmt.Fprintf(e.stdout, "stopped %s, which leased it\n", res.StoppedAgent)
+	}
+	fmt.Fprintf(e.stdout, "workspace %s emptied (%d entries removed)\n", res.Workspace, res.RemovedEntries)
+	return nil
+}
