@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"choir/choird/control"
+	"choir/choird/lifecycle"
 	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/logs"
@@ -20,6 +21,9 @@ import (
 
 // shutdownGrace bounds how long open requests may finish at stop.
 const shutdownGrace = 5 * time.Second
+
+// agentStopTimeout bounds each agent's graceful stop when choird stops.
+const agentStopTimeout = time.Minute
 
 // run is choird's life: the startup sequence of §6.2, serving, clean stop.
 func run(ctx context.Context, o options, stderr io.Writer) error {
@@ -48,16 +52,17 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		log.Error("choird cannot start: invalid configuration", logs.KeyError, err.Error())
 		return fmt.Errorf("invalid configuration (see `choird --check`):\n%s", indentProblems(err))
 	}
-	for _, step := range []string{
-		"connect to Postgres",
-		"initialise per-agent schemas and roles",
-		"initialise the connection pool",
-		"remove orphaned containers",
-		"clean up stale leases",
-		"start gateway bots",
-	} {
-		plane.Step(step, ctl.StepSkipped, "not implemented yet")
+	st, err := openStore(ctx, plane)
+	if err != nil {
+		return fmt.Errorf("cannot start without Postgres: %w", err)
 	}
+	defer st.Close()
+	agentsMgr, dc, err := startLifecycle(ctx, plane, st, lm, home, log)
+	if err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
+	defer dc.Close()
+	plane.Step("start gateway bots", ctl.StepSkipped, "not implemented yet")
 
 	admin, err := rpc.ListenUnix(home.AdminSocket())
 	if err != nil {
@@ -73,7 +78,12 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetEndpoint(o.transport, endpoint, "")
 	plane.Step("accept choirctl and agent connections", ctl.StepOK, fmt.Sprintf("admin %s, agents %s %s", home.AdminSocket(), o.transport, endpoint))
 
-	rpcServer := rpc.NewServer(control.AgentHandler{}, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	agentsMgr.Sessions = rpcServer
+	plane.SetAgents(agentsMgr)
+	monitorCtx, stopMonitor := context.WithCancel(context.Background())
+	defer stopMonitor()
+	go agentsMgr.Monitor(monitorCtx)
 	// Requests derive from serveCtx, so long streams (log follow, agent push)
 	// end when the stop begins instead of holding it for the grace period.
 	serveCtx, endStreams := context.WithCancel(context.Background())
@@ -92,8 +102,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 			}
 		}()
 	}
-	st := plane.Status()
-	log.Info("choird ready", "config_version", st.ConfigVersion, "config_hash", st.ConfigHash, "resources", st.Resources)
+	ready := plane.Status()
+	log.Info("choird ready", "config_version", ready.ConfigVersion, "config_hash", ready.ConfigHash, "resources", ready.Resources)
 
 	select {
 	case <-ctx.Done():
@@ -101,6 +111,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	case err = <-errc:
 		log.Error("choird stopping: a listener failed", logs.KeyError, err.Error())
 	}
+	// Agents stop first, while they can still reach choird to say goodbye.
+	stopAgents(agentsMgr, log)
+	stopMonitor()
 	endStreams()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
@@ -151,4 +164,18 @@ func listenAgents(home config.Home, o options) (net.Listener, string, error) {
 		return nil, "", err
 	}
 	return l, home.AgentSocket(), nil
+}
+
+// stopAgents stops every running agent gracefully when choird stops.
+func stopAgents(m *lifecycle.Manager, log *slog.Logger) {
+	for _, st := range m.List() {
+		if st.State == "stopped" {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), agentStopTimeout)
+		if err := m.Stop(ctx, st.AgentID); err != nil {
+			log.Warn("stop agent at shutdown", "agent_id", st.AgentID, logs.KeyError, err.Error())
+		}
+		cancel()
+	}
 }

@@ -59,6 +59,13 @@ func secretValues(s config.Secrets) []string {
 	return vals
 }
 
+// Current returns the running configuration and its version, together.
+func (p *Plane) Current() (*config.Loaded, int64) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.loaded, p.configVersion
+}
+
 // Config returns the running configuration.
 func (p *Plane) Config() *config.Loaded {
 	p.mu.RLock()

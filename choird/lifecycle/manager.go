@@ -51,6 +51,7 @@ type SessionRecord struct {
 	Status    string
 	StartedAt time.Time
 	Bindings  rpc.ResourceBindings
+	Leases    []lease.Resource
 	Image     string
 }
 

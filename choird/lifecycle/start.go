@@ -74,7 +74,7 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
 		configVersion: version, lanes: map[string]rpc.StatusReq{}, overrides: o,
 	}
-	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Image: image}
+	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Leases: resources, Image: image}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
 		m.Leases.Release(agentID)
 		return ctl.AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)

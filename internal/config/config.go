@@ -157,6 +157,10 @@ type Postgres struct {
 	Database string `json:"database"`
 	SSLMode  string `json:"sslmode,omitempty"`
 	PoolSize int    `json:"pool_size,omitempty"`
+	// Namespace prefixes choird's schemas and roles: <namespace>_control and
+	// <namespace>_<agent>. Default "choir", the names of the design; another
+	// lets two installations (or tests) share one database.
+	Namespace string `json:"namespace,omitempty"`
 	// Secret holds "user:password" of the admin role.
 	Secret string `json:"secret"`
 }

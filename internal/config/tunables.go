@@ -46,6 +46,7 @@ const (
 	DefaultContextWindow = 128000
 	DefaultSSLMode       = "prefer"
 	DefaultPoolSize      = 4
+	DefaultNamespace     = "choir"
 	DefaultOutputFormat  = "mp3_44100_128"
 	DefaultTelegramAPI   = "https://api.telegram.org"
 )
@@ -96,6 +97,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.Postgres.SSLMode == "" {
 		c.Postgres.SSLMode = DefaultSSLMode
+	}
+	if c.Postgres.Namespace == "" {
+		c.Postgres.Namespace = DefaultNamespace
 	}
 	if c.Postgres.PoolSize == 0 {
 		c.Postgres.PoolSize = DefaultPoolSize

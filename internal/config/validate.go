@@ -18,6 +18,7 @@ var NamePattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,47}$`)
 
 var (
 	secretNameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	namespaceRE    = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
 	outputFormatRE = regexp.MustCompile(`^(mp3|opus|pcm|ulaw|alaw)_[0-9]+(_[0-9]+)?$`)
 	sslModes       = []string{"disable", "allow", "prefer", "require", "verify-ca", "verify-full"}
 )
@@ -95,9 +96,16 @@ func (v *validator) names() {
 	}
 }
 
-// SchemaName is the Postgres schema and role of an agent (§23.0).
+// SchemaName is the Postgres schema and role of an agent (§23.0) in the
+// default namespace.
 func SchemaName(agent string) string {
-	return "choir_" + strings.ReplaceAll(agent, "-", "_")
+	return DefaultNamespace + "_" + strings.ReplaceAll(agent, "-", "_")
+}
+
+// SplitCredentials splits a "user:password" secret value.
+func SplitCredentials(value string) (user, password string) {
+	user, password, _ = strings.Cut(value, ":")
+	return user, password
 }
 
 func (v *validator) secret(path, name string, required bool) {
@@ -321,6 +329,9 @@ func (v *validator) postgres() {
 		v.add("postgres.sslmode", quote(pg.SSLMode), "want one of %s", strings.Join(sslModes, ", "))
 	}
 	v.atLeast("postgres.pool_size", pg.PoolSize, 1, " connection")
+	if !namespaceRE.MatchString(pg.Namespace) {
+		v.add("postgres.namespace", quote(pg.Namespace), "want 1-30 characters of a-z, 0-9 and '_', starting with a letter")
+	}
 	v.secret("postgres.secret", pg.Secret, true)
 	if s, ok := v.secrets[pg.Secret]; ok && pg.Secret != "" && !strings.Contains(s, ":") {
 		v.add("postgres.secret", quote(pg.Secret), "the secret's value must be \"user:password\" (value not shown)")

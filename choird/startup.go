@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+
+	"choir/choird/control"
+	"choir/choird/lease"
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/ctl"
+	"choir/internal/docker"
+	"choir/internal/logs"
+)
+
+// defaultEmbeddingDims sizes the vector columns when no embedding model is
+// configured (text-embedding-3-small, §11.9).
+const defaultEmbeddingDims = 1536
+
+// openStore runs startup steps 3-5: connect to Postgres with the admin
+// credentials, create the control schema and each agent's schema and role,
+// and report the pool.
+func openStore(ctx context.Context, plane *control.Plane) (*store.Store, error) {
+	l := plane.Config()
+	pg := l.Config.Postgres
+	user, password := config.SplitCredentials(l.Secrets[pg.Secret])
+	st, err := store.Open(ctx, store.Config{
+		Host: pg.Host, Port: pg.Port, Database: pg.Database, User: user, Password: password,
+		SSLMode: pg.SSLMode, MaxConns: pg.PoolSize, Namespace: pg.Namespace,
+	})
+	where := net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port)) + "/" + pg.Database
+	if err != nil {
+		plane.Step("connect to Postgres", ctl.StepFailed, err.Error())
+		return nil, err
+	}
+	plane.Step("connect to Postgres", ctl.StepOK, where+" as "+user)
+	ids := config.SortedNames(l.Config.Agents)
+	dims := defaultEmbeddingDims
+	if l.Config.Embedding != nil {
+		dims = l.Config.Embedding.Dimensions
+	}
+	if err := st.Bootstrap(ctx, ids, dims); err != nil {
+		st.Close()
+		plane.Step("initialise per-agent schemas and roles", ctl.StepFailed, err.Error())
+		return nil, err
+	}
+	plane.Step("initialise per-agent schemas and roles", ctl.StepOK, fmt.Sprintf("%s_control and %d agent schemas", pg.Namespace, len(ids)))
+	plane.Step("initialise the connection pool", ctl.StepOK, fmt.Sprintf("at most %d connections", pg.PoolSize))
+	return st, nil
+}
+
+// startLifecycle runs startup steps 6 and 7 against the Docker engine and
+// returns the agent lifecycle.
+func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, lm *logs.Manager, home config.Home, log *slog.Logger) (*lifecycle.Manager, *docker.Client, error) {
+	dc, err := docker.New(ctx, "")
+	if err != nil {
+		err = fmt.Errorf("the Docker engine is not reachable (%w): start dockerd, or set DOCKER_HOST", err)
+		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())
+		return nil, nil, err
+	}
+	m := &lifecycle.Manager{
+		Docker: dc, Store: sessionStore{st}, Leases: lease.NewTable(), Logs: lm, Home: home,
+		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current,
+	}
+	n, err := m.RemoveOrphans(ctx)
+	if err != nil {
+		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())
+		dc.Close()
+		return nil, nil, err
+	}
+	plane.Step("remove orphaned containers", ctl.StepOK, fmt.Sprintf("%d removed (engine %s, API %s)", n, dc.Host(), dc.APIVersion()))
+	n, err = m.CrashStaleSessions(ctx)
+	if err != nil {
+		plane.Step("clean up stale leases", ctl.StepFailed, err.Error())
+		dc.Close()
+		return nil, nil, err
+	}
+	plane.Step("clean up stale leases", ctl.StepOK, fmt.Sprintf("%d stale sessions marked crashed", n))
+	return m, dc, nil
+}

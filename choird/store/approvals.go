@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ApprovalStatus is pending until a human decides: approved or rejected.
+type ApprovalStatus string
+
+const (
+	ApprovalPending  ApprovalStatus = "pending"
+	ApprovalApproved ApprovalStatus = "approved"
+	ApprovalRejected ApprovalStatus = "rejected"
+)
+
+// NewApproval is a request for a human decision.
+type NewApproval struct {
+	SessionID   string // "" when no session asked
+	AgentID     string
+	RequestType string
+	Summary     string          // one line for the operator
+	Payload     json.RawMessage // nil means {}
+}
+
+// Approval is a row of pending_approvals, decided or not.
+type Approval struct {
+	ID          string // a UUID: 36 bytes, fits Telegram's 64-byte callback data
+	SessionID   string
+	AgentID     string
+	RequestType string
+	Summary     string
+	Payload     json.RawMessage
+	Status      ApprovalStatus
+	CreatedAt   time.Time
+	ResolvedAt  time.Time // zero while pending
+	ResolvedBy  string
+}
+
+const approvalColumns = `id, coalesce(session_id, ''), agent_id, request_type, summary, payload,
+	status, created_at, resolved_at, coalesce(resolved_by, '')`
+
+func scanApproval(row pgx.Row) (Approval, error) {
+	var a Approval
+	var resolved *time.Time
+	err := row.Scan(&a.ID, &a.SessionID, &a.AgentID, &a.RequestType, &a.Summary, &a.Payload,
+		&a.Status, &a.CreatedAt, &resolved, &a.ResolvedBy)
+	if resolved != nil {
+		a.ResolvedAt = *resolved
+	}
+	return a, err
+}
+
+// CreateApproval queues a request and returns it with its new id.
+func (s *Store) CreateApproval(ctx context.Context, na NewApproval) (Approval, error) {
+	if na.AgentID == "" || na.RequestType == "" {
+		return Approval{}, errors.New("create approval: agent id and request type are required")
+	}
+	payload := na.Payload
+	if payload == nil {
+		payload = json.RawMessage("{}")
+	}
+	var session *string
+	if na.SessionID != "" {
+		session = &na.SessionID
+	}
+	a, err := scanApproval(s.pool.QueryRow(ctx, s.q(`
+		INSERT INTO choir_control.pending_approvals (session_id, agent_id, request_type, summary, payload)
+		VALUES ($1, $2, $3, $4, $5) RETURNING `+approvalColumns),
+		session, na.AgentID, na.RequestType, na.Summary, payload))
+	if code, _ := pgCode(err); code == "23503" {
+		return Approval{}, fmt.Errorf("create approval: agent %q or session %q: %w", na.AgentID, na.SessionID, ErrNotFound)
+	}
+	if err != nil {
+		return Approval{}, fmt.Errorf("create approval: %w", err)
+	}
+	return a, nil
+}
+
+// ResolveApproval decides a pending request, once: deciding it again
+// changes nothing and returns the stored decision with ErrAlreadyResolved.
+// An unknown id is ErrNotFound.
+func (s *Store) ResolveApproval(ctx context.Context, id string, decision ApprovalStatus, by string) (Approval, error) {
+	if decision != ApprovalApproved && decision != ApprovalRejected {
+		return Approval{}, fmt.Errorf("resolve approval %s: decision %q: want approved or rejected", id, decision)
+	}
+	a, err := scanApproval(s.pool.QueryRow(ctx, s.q(`
+		UPDATE choir_control.pending_approvals
+		SET status = $2, resolved_at = now(), resolved_by = $3
+		WHERE id = $1 AND status = 'pending'
+		RETURNING `+approvalColumns), id, decision, by))
+	if err == nil {
+		return a, nil
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return Approval{}, fmt.Errorf("resolve approval %s: %w", id, err)
+	}
+	a, err = s.GetApproval(ctx, id)
+	if err != nil {
+		return Approval{}, err
+	}
+	return a, fmt.Errorf("resolve approval %s: %s by %q at %s: %w", id, a.Status, a.ResolvedBy,
+		a.ResolvedAt.UTC().Format(time.RFC3339), ErrAlreadyResolved)
+}
+
+// GetApproval returns one request, or ErrNotFound.
+func (s *Store) GetApproval(ctx context.Context, id string) (Approval, error) {
+	a, err := scanApproval(s.pool.QueryRow(ctx, s.q(`
+		SELECT `+approvalColumns+` FROM choir_control.pending_approvals WHERE id = $1`), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Approval{}, fmt.Errorf("approval %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Approval{}, fmt.Errorf("approval %s: %w", id, err)
+	}
+	return a, nil
+}
+
+// PendingApprovals returns the undecided requests of one agent, or of all
+// agents when agentID is "", oldest first.
+func (s *Store) PendingApprovals(ctx context.Context, agentID string) ([]Approval, error) {
+	rows, err := s.pool.Query(ctx, s.q(`
+		SELECT `+approvalColumns+` FROM choir_control.pending_approvals
+		WHERE status = 'pending' AND ($1 = '' OR agent_id = $1)
+		ORDER BY created_at, id`), agentID)
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Approval, error) { return scanApproval(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	return out, nil
+}

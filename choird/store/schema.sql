@@ -1,0 +1,171 @@
+-- choird's schema in Postgres (spec section 23). Bootstrap runs these
+-- templates in one transaction at every start; every statement is idempotent.
+-- Migrations are manual in v1: a statement here that changes is not applied
+-- to an existing database.
+--
+-- Template values are quoted identifiers made by the store:
+--   .Control  the control-plane schema, "choir_control"
+--   .Schema   an agent's schema, "choir_<agent id with - as _>"
+--   .Role     that agent's role, the same name
+--   .RoleName the role name as a string literal, for catalog lookups
+--   .Dims     the embedding dimensions (pgvector's HNSW takes at most 2000)
+
+{{define "extension"}}
+CREATE EXTENSION IF NOT EXISTS vector;
+{{end}}
+
+{{define "control"}}
+CREATE SCHEMA IF NOT EXISTS {{.Control}};
+
+-- agents: one row per agent id in config.json (Bootstrap adds missing ones).
+CREATE TABLE IF NOT EXISTS {{.Control}}.agents (
+    agent_id      text PRIMARY KEY,
+    name          text NOT NULL DEFAULT '',
+    image_version text NOT NULL DEFAULT '',
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    config        jsonb NOT NULL DEFAULT '{}'
+);
+
+-- sessions: one row per agent run. ended_at is set exactly when the session
+-- is no longer active.
+CREATE TABLE IF NOT EXISTS {{.Control}}.sessions (
+    session_id        text PRIMARY KEY,
+    agent_id          text NOT NULL REFERENCES {{.Control}}.agents (agent_id),
+    lease_id          text NOT NULL,
+    status            text NOT NULL CHECK (status IN ('active', 'stopped', 'crashed')),
+    started_at        timestamptz NOT NULL,
+    ended_at          timestamptz,
+    resource_bindings jsonb NOT NULL DEFAULT '{}', -- { workspace, llm, voice_profile, git_identity, notion, email, dm }
+    last_heartbeat_at timestamptz,
+    config_version    bigint NOT NULL DEFAULT 0,
+    image_version     text NOT NULL DEFAULT '',
+    CHECK ((status = 'active') = (ended_at IS NULL))
+);
+-- Design invariant 11: at most one active session per agent.
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_per_agent
+    ON {{.Control}}.sessions (agent_id) WHERE status = 'active';
+CREATE INDEX IF NOT EXISTS sessions_by_agent
+    ON {{.Control}}.sessions (agent_id, started_at DESC);
+
+-- leases: exclusive resources (workspace, git identity, notion, exclusive
+-- email, DM, ...) held by active sessions; released when the session ends.
+CREATE TABLE IF NOT EXISTS {{.Control}}.leases (
+    resource_kind text NOT NULL,
+    resource_name text NOT NULL,
+    session_id    text NOT NULL REFERENCES {{.Control}}.sessions (session_id),
+    acquired_at   timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (resource_kind, resource_name)
+);
+CREATE INDEX IF NOT EXISTS leases_by_session ON {{.Control}}.leases (session_id);
+
+-- session_events: the append-only execution log, replicated by heartbeats.
+-- Revisions start at 1 and have no gaps; hash is the agent's chain hash of
+-- the event, which tells a resent event (same hash) from a fork.
+CREATE TABLE IF NOT EXISTS {{.Control}}.session_events (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    session_id text NOT NULL REFERENCES {{.Control}}.sessions (session_id),
+    rev        bigint NOT NULL CHECK (rev > 0),
+    event_type text NOT NULL,
+    lane       text CHECK (lane IN ('edge', 'core')),
+    hash       text NOT NULL,
+    payload    jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (session_id, rev)
+);
+
+-- session_snapshots: folded state at a revision, to bound replay.
+CREATE TABLE IF NOT EXISTS {{.Control}}.session_snapshots (
+    session_id text NOT NULL REFERENCES {{.Control}}.sessions (session_id),
+    rev        bigint NOT NULL CHECK (rev >= 0),
+    snapshot   jsonb NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session_id, rev)
+);
+
+-- pending_approvals: requests a human decides once.
+CREATE TABLE IF NOT EXISTS {{.Control}}.pending_approvals (
+    id           text PRIMARY KEY DEFAULT gen_random_uuid()::text,
+    session_id   text REFERENCES {{.Control}}.sessions (session_id),
+    agent_id     text NOT NULL REFERENCES {{.Control}}.agents (agent_id),
+    request_type text NOT NULL,
+    summary      text NOT NULL DEFAULT '',
+    payload      jsonb NOT NULL DEFAULT '{}',
+    status       text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    resolved_at  timestamptz,
+    resolved_by  text,
+    CHECK ((status = 'pending') = (resolved_at IS NULL))
+);
+CREATE INDEX IF NOT EXISTS pending_approvals_open
+    ON {{.Control}}.pending_approvals (created_at) WHERE status = 'pending';
+{{end}}
+
+{{define "agent"}}
+-- The agent's role: no login; choird's user must be able to SET ROLE to it
+-- (a superuser always can; Postgres 16 split SET from membership).
+DO $$
+BEGIN
+    IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles WHERE rolname = {{.RoleName}}) THEN
+        CREATE ROLE {{.Role}} NOLOGIN;
+    END IF;
+    IF current_setting('server_version_num')::int >= 160000 THEN
+        IF NOT pg_catalog.pg_has_role(current_user, {{.RoleName}}, 'SET') THEN
+            EXECUTE 'GRANT {{.Role}} TO CURRENT_USER WITH SET TRUE';
+        END IF;
+    ELSIF NOT pg_catalog.pg_has_role(current_user, {{.RoleName}}, 'MEMBER') THEN
+        GRANT {{.Role}} TO CURRENT_USER;
+    END IF;
+END
+$$;
+
+-- The role owns its schema and everything in it, and holds no other grant:
+-- other agents' schemas and choir_control are closed to it.
+CREATE SCHEMA IF NOT EXISTS {{.Schema}} AUTHORIZATION {{.Role}};
+SET LOCAL ROLE {{.Role}};
+
+-- Tiers 2-3: session-derived memory.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.memory_documents (
+    id          uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    session_id  text NOT NULL,
+    tier        text NOT NULL CHECK (tier IN ('mid_term', 'long_term_summary', 'long_term_detail')),
+    chunk_index int NOT NULL,
+    text        text NOT NULL,
+    tsv         tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    metadata    jsonb NOT NULL DEFAULT '{}' -- skill, phase, topic tags
+);
+CREATE INDEX IF NOT EXISTS memory_documents_tsv
+    ON {{.Schema}}.memory_documents USING gin (tsv);
+CREATE INDEX IF NOT EXISTS memory_documents_by_session
+    ON {{.Schema}}.memory_documents (session_id, tier, chunk_index);
+
+-- Only mid_term and long_term_summary documents get embeddings.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.memory_embeddings (
+    document_id uuid PRIMARY KEY REFERENCES {{.Schema}}.memory_documents (id) ON DELETE CASCADE,
+    embedding   vector({{.Dims}}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS memory_embeddings_hnsw
+    ON {{.Schema}}.memory_embeddings USING hnsw (embedding vector_cosine_ops);
+
+-- Tier 4: agent-managed knowledge.
+CREATE TABLE IF NOT EXISTS {{.Schema}}.knowledge_documents (
+    id         uuid PRIMARY KEY DEFAULT gen_random_uuid(),
+    key        text UNIQUE, -- optional dedup key, e.g. 'user.preference.theme'
+    text       text NOT NULL,
+    tsv        tsvector GENERATED ALWAYS AS (to_tsvector('simple', text)) STORED,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    metadata   jsonb NOT NULL DEFAULT '{}' -- tags, source, category
+);
+CREATE INDEX IF NOT EXISTS knowledge_documents_tsv
+    ON {{.Schema}}.knowledge_documents USING gin (tsv);
+
+CREATE TABLE IF NOT EXISTS {{.Schema}}.knowledge_embeddings (
+    document_id uuid PRIMARY KEY REFERENCES {{.Schema}}.knowledge_documents (id) ON DELETE CASCADE,
+    embedding   vector({{.Dims}}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS knowledge_embeddings_hnsw
+    ON {{.Schema}}.knowledge_embeddings USING hnsw (embedding vector_cosine_ops);
+
+RESET ROLE;
+{{end}}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/rpc"
+)
+
+// sessionStore presents the Postgres store as the lifecycle's Store.
+type sessionStore struct{ s *store.Store }
+
+var _ lifecycle.Store = sessionStore{}
+
+func (a sessionStore) CreateSession(ctx context.Context, r lifecycle.SessionRecord) error {
+	bindings, err := json.Marshal(r.Bindings)
+	if err != nil {
+		return err
+	}
+	leases := make([]store.Lease, len(r.Leases))
+	for i, l := range r.Leases {
+		leases[i] = store.Lease{Kind: string(l.Kind), Name: l.Name}
+	}
+	_, err = a.s.CreateSession(ctx, store.NewSession{
+		SessionID: r.SessionID, AgentID: r.AgentID, LeaseID: r.LeaseID, StartedAt: r.StartedAt,
+		Bindings: bindings, Leases: leases, ImageVersion: r.Image,
+	})
+	return err
+}
+
+func (a sessionStore) EndSession(ctx context.Context, sessionID, status string) error {
+	return a.s.EndSession(ctx, sessionID, store.SessionStatus(status), time.Now())
+}
+
+func (a sessionStore) ActiveSessions(ctx context.Context) ([]lifecycle.SessionRecord, error) {
+	ss, err := a.s.ActiveSessions(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lifecycle.SessionRecord, len(ss))
+	for i, s := range ss {
+		var b rpc.ResourceBindings
+		json.Unmarshal(s.Bindings, &b)
+		out[i] = lifecycle.SessionRecord{SessionID: s.SessionID, AgentID: s.AgentID, LeaseID: s.LeaseID, Status: string(s.Status), StartedAt: s.StartedAt, Bindings: b, Image: s.ImageVersion}
+	}
+	return out, nil
+}
+
+func (a sessionStore) Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error {
+	return a.s.Heartbeat(ctx, sessionID, at, configVersion)
+}
+
+func (a sessionStore) AppendEvents(ctx context.Context, sessionID string, events []rpc.Event) error {
+	evs := make([]store.Event, len(events))
+	for i, e := range events {
+		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload}
+	}
+	_, err := a.s.AppendEvents(ctx, sessionID, evs)
+	return err
+}
