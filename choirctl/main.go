@@ -30,6 +30,7 @@ Commands:
   secret list                   secret names (never values)
   secret set <name> [value]     set a secret (value from stdin when omitted)
   secret delete <name>          delete a secret
+  secret apply                  make choird reload secrets and refresh agents
   logs <choird|agent-id>        print a log, then follow it until Ctrl-C
   agent init <agent-id>         add a placeholder agent and scaffold its repo
   agent start <agent-id> --dm=  start an agent (flags override its defaults)

@@ -3,12 +3,16 @@ package main
 // choirctl secret list
 // choirctl secret set <name> [value]
 // choirctl secret delete <name>
+// choirctl secret apply
 //
 // Edits secrets.json, the authoritative store of secret values, under a
 // lock, rewriting it atomically and keeping it mode 0600. `set` reads the
 // value from stdin when it is not given (so it stays out of shell history);
 // one trailing newline is dropped. Values are never printed. Running agents
-// see changes after `choirctl secret apply`.
+// see changes after `choirctl secret apply`, which makes choird reload the
+// file (refusing it, and keeping the old secrets, if the running config
+// names a secret it lacks) and tells each running agent to fetch its
+// secrets again.
 
 import (
 	"context"
@@ -24,7 +28,23 @@ func runSecret(ctx context.Context, e *env, args []string) error {
 		"list":   secretList,
 		"set":    secretSet,
 		"delete": secretDelete,
+		"apply":  secretApply,
 	})
+}
+
+func secretApply(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "secret apply", "secret apply")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.ApplySecrets(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%d secrets applied; %d running agents told to refresh theirs\n", res.Secrets, res.AgentsNotified)
+	return nil
 }
 
 func secretList(ctx context.Context, e *env, args []string) error {

@@ -56,7 +56,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintln(e.stdout, "startup:")
 	for _, s := range st.Steps {
 		line := fmt.Sprintf("  %2d. %-40s %s", s.N, s.Name, s.Status)
-		if s.Detail != "" && s.Status != "ok" {
+		if s.Detail != "" {
 			line += ": " + s.Detail
 		}
 		fmt.Fprintln(e.stdout, line)

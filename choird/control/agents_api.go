@@ -22,6 +22,7 @@ type Agents interface {
 	Workspaces() []ctl.Workspace
 	ResetWorkspace(ctx context.Context, name string) (ctl.ResetResult, error)
 	Running() int
+	Broadcast(typ string, data any) int
 }
 
 // SetAgents connects the lifecycle once choird has started it.
@@ -131,6 +132,14 @@ func (p *Plane) registerAgentRoutes(mux *http.ServeMux) {
 		writeJSON(w, st)
 		return nil
 	}))
+	mux.HandleFunc("POST /v1/secrets/apply", func(w http.ResponseWriter, r *http.Request) {
+		res, err := p.ApplySecrets()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, res)
+	})
 	mux.HandleFunc("GET /v1/workspaces", withAgents(func(a Agents, w http.ResponseWriter, r *http.Request) error {
 		writeJSON(w, a.Workspaces())
 		return nil

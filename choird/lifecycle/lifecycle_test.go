@@ -1,12 +1,10 @@
 package lifecycle
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -142,42 +140,9 @@ func newHarness(t *testing.T) *harness {
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(l)
 	t.Cleanup(func() { hs.Close() })
-	agentImage(t, dc, "agent-1")
-	agentImage(t, dc, "agent-2")
+	dockertest.AgentImage(t, dc, "agent-1", "test1")
+	dockertest.AgentImage(t, dc, "agent-2", "test1")
 	return &harness{m: m, store: store, home: home, ws: ws, srv: srv, dc: dc}
-}
-
-// agentImage builds choir-agent-<id>:test1 from busybox with the static
-// choir-agent and a version.json, labelled as the build pipeline labels.
-func agentImage(t *testing.T, dc *docker.Client, id string) {
-	t.Helper()
-	agentBin, err := os.ReadFile(testkit.Build(t, "choir/agent"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dockertest.BusyboxImage(t, dc, "choir-test/busybox:1")
-	version, _ := json.Marshal(map[string]string{"agent_id": id, "image_version": "test1"})
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for name, f := range map[string]struct {
-		body []byte
-		mode int64
-	}{
-		"Dockerfile":   {[]byte("FROM choir-test/busybox:1\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
-		"choir-agent":  {agentBin, 0o755},
-		"version.json": {version, 0o644},
-	} {
-		tw.WriteHeader(&tar.Header{Name: name, Mode: f.mode, Size: int64(len(f.body))})
-		tw.Write(f.body)
-	}
-	tw.Close()
-	ctx := context.Background()
-	if _, err := dc.ImageBuild(ctx, &buf, docker.BuildOptions{Tags: []string{"choir-agent-" + id + ":test1"}, Labels: map[string]string{LabelManaged: "true", LabelAgent: id}}); err != nil {
-		t.Fatalf("build the test agent image: %v", err)
-	}
-	t.Cleanup(func() {
-		dc.ImageRemove(context.Background(), "choir-agent-"+id+":test1", docker.ImageRemoveOptions{Force: true})
-	})
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {
@@ -352,7 +317,6 @@ func TestStartRefusals(t *testing.T) {
 	if err := h.m.Stop(ctx, "agent-1"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Stop of a stopped agent = %v; want ErrNotRunning", err)
 	}
-	_ = io.Discard
 }
 
 func TestRestartAndWorkspaceReset(t *testing.T) {

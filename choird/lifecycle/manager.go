@@ -219,3 +219,20 @@ func shortID(id string) string {
 	}
 	return id
 }
+
+// Broadcast pushes an event to every running session.
+func (m *Manager) Broadcast(typ string, data any) int {
+	m.mu.Lock()
+	ids := make([]string, 0, len(m.sessions))
+	for id := range m.sessions {
+		ids = append(ids, id)
+	}
+	m.mu.Unlock()
+	n := 0
+	for _, id := range ids {
+		if _, ok := m.Sessions.Publish(id, typ, data); ok {
+			n++
+		}
+	}
+	return n
+}

@@ -45,3 +45,9 @@ type ResetResult struct {
 	StoppedAgent   string `json:"stopped_agent,omitempty"`
 	RemovedEntries int    `json:"removed_entries"`
 }
+
+// SecretsApplied says what `secret apply` did.
+type SecretsApplied struct {
+	Secrets        int `json:"secrets"`
+	AgentsNotified int `json:"agents_notified"`
+}

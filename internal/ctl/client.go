@@ -190,3 +190,12 @@ func (c *Client) postJSON(ctx context.Context, path string, in, out any) error {
 	}
 	return nil
 }
+
+// ApplySecrets makes choird reload secrets.json and refresh running agents.
+func (c *Client) ApplySecrets(ctx context.Context) (*SecretsApplied, error) {
+	var out SecretsApplied
+	if err := c.postJSON(ctx, "/v1/secrets/apply", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -13,6 +13,8 @@
 //	POST /v1/agents/<id>/start    StartRequest → AgentStatus, once it said hello
 //	POST /v1/agents/<id>/stop     → {} once the session has ended
 //	POST /v1/agents/<id>/restart  → AgentStatus (same bindings)
+//	POST /v1/secrets/apply        → SecretsApplied: secrets.json reloaded,
+//	                                 running agents told to fetch theirs again
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //

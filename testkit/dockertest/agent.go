@@ -1,0 +1,49 @@
+package dockertest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+
+	"choir/internal/docker"
+	"choir/testkit"
+)
+
+// AgentImage builds choir-agent-<id>:<version>: the test busybox image with
+// the static choir-agent as its entrypoint and a /choir/version.json,
+// labelled as the build pipeline labels agent images, so choird's lifecycle
+// can start it. It is removed when the test ends.
+func AgentImage(t testing.TB, c *docker.Client, id, version string) string {
+	t.Helper()
+	bin, err := os.ReadFile(testkit.Build(t, "choir/agent"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	BusyboxImage(t, c, "choir-test/busybox:1")
+	v, _ := json.Marshal(map[string]string{"agent_id": id, "image_version": version})
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range []struct {
+		name string
+		body []byte
+		mode int64
+	}{
+		{"Dockerfile", []byte("FROM choir-test/busybox:1\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
+		{"choir-agent", bin, 0o755},
+		{"version.json", v, 0o644},
+	} {
+		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body))})
+		tw.Write(f.body)
+	}
+	tw.Close()
+	ref := "choir-agent-" + id + ":" + version
+	labels := map[string]string{"choir.managed": "true", "choir.agent": id, "choir.image_version": version}
+	if _, err := c.ImageBuild(context.Background(), &buf, docker.BuildOptions{Tags: []string{ref}, Labels: labels}); err != nil {
+		t.Fatalf("build the test agent image %s: %v", ref, err)
+	}
+	t.Cleanup(func() { c.ImageRemove(context.Background(), ref, docker.ImageRemoveOptions{Force: true}) })
+	return ref
+}
