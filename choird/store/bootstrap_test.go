@@ -18,7 +18,7 @@ import (
 func objects(t *testing.T, s *Store) []string {
 	t.Helper()
 	rows, err := s.pool.Query(ctxT(t), `
-		SELECT n.nspname || ' ' || pg_get_userbyid(n.nspowner) || ' ' || coalesce(c.relname || ' ' || c.relkind || ' ' || c.oid || ' ' || pg_get_userbyid(c.relowner), '')
+		SELECT n.nspname || ' ' || pg_get_userbyid(n.nspowner) || ' ' || coalesce(c.relname || ' ' || c.relkind::text || ' ' || c.oid || ' ' || pg_get_userbyid(c.relowner), '')
 		FROM pg_namespace n LEFT JOIN pg_class c ON c.relnamespace = n.oid AND c.relkind IN ('r', 'i')
 		WHERE n.nspname LIKE $1 ORDER BY 1`, s.ns+"\\_%")
 	if err != nil {

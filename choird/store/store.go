@@ -91,7 +91,7 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("postgres at %s is not reachable: %s; start it or fix config.json postgres", where, redact(err, pcfg.ConnConfig.Password))
+		return nil, connectError(where, err, pcfg.ConnConfig.Password)
 	}
 	return &Store{
 		pool:    pool,
@@ -163,10 +163,29 @@ func describeHost(c *pgx.ConnConfig) string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.Port)))
 }
 
+// connectError says why the first connection failed, on one line: the
+// server refused the login, or could not be reached at all.
+func connectError(where string, err error, password string) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("postgres at %s refused the connection: %s (SQLSTATE %s); fix config.json postgres or its secret",
+			where, redact(pe, password), pe.Code)
+	}
+	var ne *net.OpError
+	if errors.As(err, &ne) {
+		err = ne
+	}
+	msg := strings.Join(strings.Fields(redact(err, password)), " ")
+	return fmt.Errorf("postgres at %s is not reachable: %s; start it or fix config.json postgres", where, msg)
+}
+
 // redact returns err's text with the password masked, whatever the driver
 // put in it.
 func redact(err error, password string) string {
 	msg := err.Error()
+	if pe, ok := err.(*pgconn.PgError); ok {
+		msg = pe.Message
+	}
 	if password != "" {
 		msg = strings.ReplaceAll(msg, password, "xxxxx")
 	}
