@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -291,6 +292,26 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 	// No secret value anywhere in the logs or choird's output.
 	assertNoSecrets(t, filepath.Join(home, "logs"), d.stderr.String())
 
+	// A dead engine or an unreachable Postgres: choird says which and exits 1.
+	d = startChoird(t, home, []string{"DOCKER_HOST=unix:///nonexistent/docker.sock"})
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "the Docker engine is not reachable") {
+		t.Errorf("choird with a dead engine = %v:\n%s", err, d.stderr.String())
+	}
+	d.done <- nil
+	cfgPath := filepath.Join(home, "config.json")
+	good, _ := os.ReadFile(cfgPath)
+	var cfg map[string]any
+	json.Unmarshal(good, &cfg)
+	cfg["postgres"].(map[string]any)["port"] = closedPort(t)
+	bad, _ := json.Marshal(cfg)
+	os.WriteFile(cfgPath, bad, 0o644)
+	d = startChoird(t, home, env)
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "cannot start without Postgres") {
+		t.Errorf("choird with Postgres down = %v:\n%s", err, d.stderr.String())
+	}
+	d.done <- nil
+	os.WriteFile(cfgPath, good, 0o644)
+
 	// The HTTP transport refuses plaintext off loopback.
 	d = startChoird(t, home, env, "--transport=http", "--listen=0.0.0.0:0")
 	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "plaintext is allowed only on a loopback address") {
@@ -422,4 +443,16 @@ func dropNamespace(t *testing.T, db pgtest.Database) {
 	if err := st.Drop(ctx); err != nil {
 		t.Logf("drop test namespace: %v", err)
 	}
+}
+
+// closedPort returns a loopback port nothing listens on.
+func closedPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	return port
 }

@@ -201,7 +201,10 @@ func (s *Session) heartbeatLoop(ctx context.Context) error {
 			continue
 		}
 		if latest > s.ConfigVersion() {
-			if err := s.syncConfig(ctx); err != nil {
+			// A new version may carry new secrets as well as new config.
+			if err := s.fetchSecrets(ctx); err != nil {
+				s.log.Warn("secret refresh failed; retrying at the next heartbeat", "error", err.Error())
+			} else if err := s.syncConfig(ctx); err != nil {
 				s.log.Warn("config sync failed; retrying at the next heartbeat", "error", err.Error())
 			}
 		}

@@ -30,13 +30,22 @@ func (p *Plane) ApplySecrets() (ctl.SecretsApplied, error) {
 	next := *cur
 	next.Secrets = secrets
 	p.loaded = &next
+	// A new version too: an agent that missed the push notices at its next
+	// heartbeat and fetches its config and secrets again.
+	p.configVersion++
 	agents := p.agents
 	p.mu.Unlock()
 	p.logs.Redactor.Set(secretValues(secrets))
-	res := ctl.SecretsApplied{Secrets: len(secrets)}
+	res := ctl.SecretsApplied{Secrets: len(secrets), ConfigVersion: p.configVersionNow()}
 	if agents != nil {
 		res.AgentsNotified = agents.Broadcast(rpc.EventSecretsChanged, struct{}{})
 	}
 	p.log.Info("secrets applied", "secrets", res.Secrets, "agents_notified", res.AgentsNotified)
 	return res, nil
+}
+
+func (p *Plane) configVersionNow() int64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.configVersion
 }

@@ -48,6 +48,7 @@ type ResetResult struct {
 
 // SecretsApplied says what `secret apply` did.
 type SecretsApplied struct {
-	Secrets        int `json:"secrets"`
-	AgentsNotified int `json:"agents_notified"`
+	Secrets        int   `json:"secrets"`
+	ConfigVersion  int64 `json:"config_version"`
+	AgentsNotified int   `json:"agents_notified"`
 }
