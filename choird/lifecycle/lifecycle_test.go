@@ -98,7 +98,7 @@ type harness struct {
 	dc    *docker.Client
 }
 
-func newHarness(t *testing.T) *harness {
+func newHarness(t testing.TB) *harness {
 	t.Helper()
 	dc := dockertest.Engine(t)
 	home := config.Home{Dir: filepath.Join(t.TempDir(), "h")}
