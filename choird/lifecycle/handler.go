@@ -169,8 +169,3 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 func (m *Manager) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.ApprovalResp, error) {
 	return rpc.ApprovalResp{}, rpc.Errorf(http.StatusNotImplemented, rpc.CodeUnavailable, "approvals are not implemented in this choird yet")
 }
-
-// HandleHostTool: no host tools are registered yet.
-func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.HostToolResp, error) {
-	return rpc.HostToolResp{}, rpc.Errorf(http.StatusNotFound, rpc.CodeNotFound, "no host tool named %q in this choird", req.ToolName)
-}

@@ -116,6 +116,7 @@ type Manager struct {
 	Sessions Sessions
 	Leases   *lease.Table
 	Logs     Logs
+	Outbox   Outbox
 	Config   Config
 	Home     config.Home
 	Log      *slog.Logger

@@ -14,6 +14,7 @@ const (
 	EventConfigChanged  = "config_changed"  // {"config_version"}
 	EventSecretsChanged = "secrets_changed" // re-run GET_SECRETS
 	EventShutdown       = "shutdown"        // graceful stop: {"reason"}
+	EventApproval       = "approval"        // a decision: {"approval_id","status"}
 	EventGap            = "gap"             // events were missed; resynchronise
 )
 
