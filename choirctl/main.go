@@ -37,6 +37,7 @@ Commands:
   agent stop|restart <agent-id> stop gracefully, or stop and start again
   agent status <agent-id>       state, session, bindings, lanes, heartbeat
   agent list                    every configured agent and its state
+  chat <agent-id> [--once]      talk to a running agent from the terminal
   workspace list                workspaces, paths and lease holders
   workspace reset <name>        empty a workspace (stops its holder first)
 
@@ -68,6 +69,7 @@ var commands = map[string]command{
 	"logs":      {runLogs, "print and follow a log"},
 	"agent":     {runAgent, "agent lifecycle"},
 	"workspace": {runWorkspace, "workspace list|reset"},
+	"chat":      {runChat, "console DM"},
 }
 
 // usageError is a mistake in the command line (exit status 2).

@@ -80,7 +80,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 
 	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions = rpcServer
+	agentsMgr.Outbox = control.Outboxes{&plane.Console}
 	plane.SetAgents(agentsMgr)
+	plane.SetMessenger(agentsMgr)
 	monitorCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	go agentsMgr.Monitor(monitorCtx)

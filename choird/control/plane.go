@@ -33,6 +33,10 @@ type Plane struct {
 	agentSocket   string
 	listen        string
 	agents        Agents
+	messages      Messenger
+
+	// Console receives what agents send to their DMs, for choirctl chat.
+	Console Console
 }
 
 // New returns a control plane for home, logging through lm.

@@ -52,3 +52,14 @@ type SecretsApplied struct {
 	ConfigVersion  int64 `json:"config_version"`
 	AgentsNotified int   `json:"agents_notified"`
 }
+
+// ChatMessage is a line the operator sends to an agent (or injects).
+type ChatMessage struct {
+	Text string `json:"text"`
+}
+
+// ChatSent identifies a sent message; the agent's reply carries it as
+// reply_to.
+type ChatSent struct {
+	ID string `json:"id"`
+}

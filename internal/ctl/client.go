@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/url"
 	"syscall"
+
+	"choir/internal/rpc"
 )
 
 // ErrNotRunning means nothing answers on the admin socket.
@@ -199,3 +201,43 @@ func (c *Client) ApplySecrets(ctx context.Context) (*SecretsApplied, error) {
 	}
 	return &out, nil
 }
+
+// SendMessage sends a user message to a running agent, as the console DM.
+func (c *Client) SendMessage(ctx context.Context, agentID, text string) (string, error) {
+	var out ChatSent
+	if err := c.postJSON(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/messages", ChatMessage{Text: text}, &out); err != nil {
+		return "", err
+	}
+	return out.ID, nil
+}
+
+// Inject appends text to a running agent's edge context (/inject).
+func (c *Client) Inject(ctx context.Context, agentID, text string) error {
+	return c.postJSON(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/inject", ChatMessage{Text: text}, nil)
+}
+
+// Outbox streams what an agent sends to its DM until ctx ends. It returns
+// once choird has subscribed, so nothing sent afterwards is missed.
+func (c *Client) Outbox(ctx context.Context, agentID string) (*OutboxStream, error) {
+	resp, err := c.get(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/outbox")
+	if err != nil {
+		return nil, err
+	}
+	return &OutboxStream{body: resp.Body, dec: json.NewDecoder(resp.Body)}, nil
+}
+
+// OutboxStream reads an agent's outgoing messages.
+type OutboxStream struct {
+	body io.ReadCloser
+	dec  *json.Decoder
+}
+
+// Next returns the next message; io.EOF when choird ended the stream.
+func (s *OutboxStream) Next() (rpc.DMSend, error) {
+	var m rpc.DMSend
+	err := s.dec.Decode(&m)
+	return m, err
+}
+
+// Close ends the stream.
+func (s *OutboxStream) Close() error { return s.body.Close() }

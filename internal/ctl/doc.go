@@ -15,6 +15,11 @@
 //	POST /v1/agents/<id>/restart  → AgentStatus (same bindings)
 //	POST /v1/secrets/apply        → SecretsApplied: secrets.json reloaded,
 //	                                 running agents told to fetch theirs again
+//	POST /v1/agents/<id>/messages ChatMessage → ChatSent: a user message from
+//	                                 the console DM to the agent's edge lane
+//	POST /v1/agents/<id>/inject   ChatMessage → {}: /inject
+//	GET  /v1/agents/<id>/outbox   → application/x-ndjson: every rpc.DMSend
+//	                                 the agent sends from now on
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //

@@ -40,6 +40,10 @@ type DMSend struct {
 	ReplyTo string   `json:"reply_to,omitempty"` // the UserMessage.ID answered
 	Text    string   `json:"text,omitempty"`
 	Files   []string `json:"files,omitempty"` // workspace paths under .choirtmp/send/
+	// Cores names the core jobs a reply's turn started; each later sends
+	// one core_report naming itself in Core.
+	Cores []string `json:"cores,omitempty"`
+	Core  string   `json:"core,omitempty"`
 }
 
 // DM message kinds.

@@ -1,0 +1,180 @@
+package main
+
+// choirctl chat <agent-id> [--once] [--wait-cores] [--timeout D]
+//
+// The operator's console DM: lines typed are sent to the running agent as
+// user messages, and everything the agent sends to its DM (replies, core
+// job reports, notices, errors) is printed as it arrives. /inject <text>
+// appends to the agent's context at its next safe point instead; /quit or
+// Ctrl-D or Ctrl-C ends the chat.
+//
+// With --once, the whole of stdin is one message: choirctl prints the reply
+// and exits 0, or prints the error and exits 1; --wait-cores also waits for
+// the report of every core job that turn started.
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"choir/internal/ctl"
+	"choir/internal/rpc"
+)
+
+func runChat(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "chat", "chat <agent-id> [--once [--wait-cores]] [--timeout D]")
+	once := fs.Bool("once", false, "send stdin as one message, print the reply, exit")
+	waitCores := fs.Bool("wait-cores", false, "with --once: also wait for the reports of the core jobs the turn starts")
+	timeout := fs.Duration("timeout", 10*time.Minute, "with --once: give up waiting after this long")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("want exactly one agent id")
+	}
+	agentID := fs.Arg(0)
+	c := e.client()
+	defer c.Close()
+	// Subscribe before sending, so no reply can slip past.
+	streamCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	out, err := c.Outbox(streamCtx, agentID)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if *once {
+		ctx, cancel := context.WithTimeout(ctx, *timeout)
+		defer cancel()
+		return chatOnce(ctx, e, c, out, agentID, *waitCores)
+	}
+	return chatInteractive(ctx, e, c, out, agentID)
+}
+
+func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string, waitCores bool) error {
+	data, err := io.ReadAll(e.stdin)
+	if err != nil {
+		return err
+	}
+	text := strings.TrimSpace(string(data))
+	if text == "" {
+		return usagef("--once sends stdin as the message, and stdin is empty")
+	}
+	id, err := c.SendMessage(ctx, agentID, text)
+	if err != nil {
+		return err
+	}
+	msgs := make(chan rpc.DMSend)
+	errc := make(chan error, 1)
+	go func() {
+		for {
+			m, err := out.Next()
+			if err != nil {
+				errc <- err
+				return
+			}
+			msgs <- m
+		}
+	}()
+	var replied bool
+	var failed error
+	pending := map[string]bool{}
+	for !replied || (waitCores && len(pending) > 0) {
+		select {
+		case <-ctx.Done():
+			if ctx.Err() == context.DeadlineExceeded {
+				return fmt.Errorf("no reply from %s in time", agentID)
+			}
+			return nil
+		case err := <-errc:
+			return fmt.Errorf("choird ended the chat: %w", err)
+		case m := <-msgs:
+			printMessage(e.stdout, agentID, m)
+			switch {
+			case m.ReplyTo == id && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError):
+				replied = true
+				if m.Kind == rpc.DMError {
+					failed = errors.New(m.Text)
+				}
+				for _, core := range m.Cores {
+					pending[core] = true
+				}
+			case m.Kind == rpc.DMCoreReport:
+				delete(pending, m.Core)
+			}
+		}
+	}
+	return failed
+}
+
+func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string) error {
+	fmt.Fprintf(e.stdout, "chatting with %s; /inject <text> to inject, /quit to leave\n", agentID)
+	go func() {
+		for {
+			m, err := out.Next()
+			if err != nil {
+				if ctx.Err() == nil {
+					fmt.Fprintf(e.stderr, "choird ended the chat: %v\n", err)
+				}
+				return
+			}
+			printMessage(e.stdout, agentID, m)
+		}
+	}()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(e.stdin)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case line, ok := <-lines:
+			if !ok {
+				return nil
+			}
+			line = strings.TrimSpace(line)
+			switch {
+			case line == "":
+			case line == "/quit":
+				return nil
+			case strings.HasPrefix(line, "/inject "):
+				if err := c.Inject(ctx, agentID, strings.TrimPrefix(line, "/inject ")); err != nil {
+					fmt.Fprintf(e.stderr, "inject: %v\n", err)
+				}
+			default:
+				if _, err := c.SendMessage(ctx, agentID, line); err != nil {
+					fmt.Fprintf(e.stderr, "send: %v\n", err)
+				}
+			}
+		}
+	}
+}
+
+// printMessage shows one message from the agent.
+func printMessage(w io.Writer, agentID string, m rpc.DMSend) {
+	prefix := agentID + "> "
+	switch m.Kind {
+	case rpc.DMCoreReport:
+		prefix = fmt.Sprintf("[core %s] ", m.Core)
+	case rpc.DMNotice:
+		prefix = "[notice] "
+	case rpc.DMError:
+		prefix = "[error] "
+	}
+	if m.Text != "" {
+		fmt.Fprintln(w, prefix+m.Text)
+	}
+	for _, f := range m.Files {
+		fmt.Fprintf(w, "%s[file] %s\n", prefix, f)
+	}
+}

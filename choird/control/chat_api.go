@@ -1,0 +1,122 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"choir/internal/ctl"
+	"choir/internal/rpc"
+)
+
+// Messenger delivers user messages and injections to running agents.
+type Messenger interface {
+	SendUserMessage(agentID string, msg rpc.UserMessage) (string, error)
+	Inject(agentID, text string) error
+}
+
+// Outboxes fans an agent's outgoing messages out to several destinations:
+// the console always, the Telegram gateway when it runs. The first failure
+// is returned after every destination was tried.
+type Outboxes []interface {
+	Deliver(ctx context.Context, agentID, dm string, msg rpc.DMSend) error
+}
+
+// Deliver implements lifecycle.Outbox.
+func (o Outboxes) Deliver(ctx context.Context, agentID, dm string, msg rpc.DMSend) error {
+	var first error
+	for _, out := range o {
+		if err := out.Deliver(ctx, agentID, dm, msg); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (p *Plane) registerChatRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /v1/agents/{id}/messages", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var req ctl.ChatMessage
+		if err := p.chatRequest(w, r, id, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		msgID, err := p.messenger().SendUserMessage(id, rpc.UserMessage{From: "console", Text: req.Text})
+		if err != nil {
+			writeError(w, lifecycleError(err))
+			return
+		}
+		writeJSON(w, ctl.ChatSent{ID: msgID})
+	})
+	mux.HandleFunc("POST /v1/agents/{id}/inject", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		var req ctl.ChatMessage
+		if err := p.chatRequest(w, r, id, &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if err := p.messenger().Inject(id, req.Text); err != nil {
+			writeError(w, lifecycleError(err))
+			return
+		}
+		writeJSON(w, struct{}{})
+	})
+	mux.HandleFunc("GET /v1/agents/{id}/outbox", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		if err := p.knownAgent(id); err != nil {
+			writeError(w, err)
+			return
+		}
+		ch, cancel := p.Console.Subscribe(id)
+		defer cancel()
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(http.StatusOK)
+		flusher, _ := w.(http.Flusher)
+		if flusher != nil {
+			flusher.Flush()
+		}
+		enc := json.NewEncoder(w)
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case msg := <-ch:
+				if enc.Encode(msg) != nil {
+					return
+				}
+				if flusher != nil {
+					flusher.Flush()
+				}
+			}
+		}
+	})
+}
+
+func (p *Plane) messenger() Messenger {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.messages
+}
+
+// SetMessenger connects message delivery once the lifecycle runs.
+func (p *Plane) SetMessenger(m Messenger) {
+	p.mu.Lock()
+	p.messages = m
+	p.mu.Unlock()
+}
+
+func (p *Plane) chatRequest(w http.ResponseWriter, r *http.Request, id string, req *ctl.ChatMessage) error {
+	if err := p.knownAgent(id); err != nil {
+		return err
+	}
+	if p.messenger() == nil {
+		return ctl.Errorf(http.StatusServiceUnavailable, "unavailable", "the agent lifecycle is not running in this choird")
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(req); err != nil {
+		return ctl.Errorf(http.StatusBadRequest, "bad_request", "message: %v", err)
+	}
+	if req.Text == "" {
+		return ctl.Errorf(http.StatusBadRequest, "bad_request", "an empty message: write something")
+	}
+	return nil
+}
