@@ -33,7 +33,7 @@ type Docker interface {
 	ContainerWait(ctx context.Context, id string, cond docker.WaitCondition) (docker.WaitResponse, error)
 	ContainerList(ctx context.Context, opts docker.ContainerListOptions) ([]docker.ContainerSummary, error)
 	ContainerLogs(ctx context.Context, id string, opts docker.LogsOptions) (*docker.LogStream, error)
-	ImageList(ctx context.Context, opts docker.ImageListOptions) ([]docker.ImageSummary, error)
+	ImageInspect(ctx context.Context, ref string) (docker.Image, error)
 }
 
 // Session statuses, as Postgres records them.

@@ -24,6 +24,8 @@ const (
 	LabelManaged = "choir.managed"
 	LabelAgent   = "choir.agent"
 	LabelSession = "choir.session"
+	// LabelImageVersion on an agent image names its version (its tag).
+	LabelImageVersion = "choir.image_version"
 )
 
 // Env names choir-agent reads; none of them ever holds a secret.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -153,20 +152,25 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string) error {
 	return nil
 }
 
-// latestImage picks the newest image built for the agent.
+// latestImage is the image the last `agent build` marked current:
+// choir-agent-<id>:latest, whose choir.image_version label names its
+// version tag.
 func (m *Manager) latestImage(ctx context.Context, agentID string) (ref, version string, err error) {
-	imgs, err := m.Docker.ImageList(ctx, docker.ImageListOptions{Filters: docker.Filters{"label": {LabelManaged + "=true", LabelAgent + "=" + agentID}}})
+	latest := "choir-agent-" + agentID + ":latest"
+	img, err := m.Docker.ImageInspect(ctx, latest)
+	if docker.IsNotFound(err) {
+		return "", "", fmt.Errorf("no image for agent %s: run `choirctl agent build %s` first", agentID, agentID)
+	}
 	if err != nil {
-		return "", "", fmt.Errorf("list the images of %s: %w", agentID, err)
+		return "", "", fmt.Errorf("inspect %s: %w", latest, err)
 	}
-	sort.Slice(imgs, func(i, j int) bool { return imgs[i].Created > imgs[j].Created })
-	prefix := "choir-agent-" + agentID + ":"
-	for _, img := range imgs {
-		for _, tag := range img.RepoTags {
-			if strings.HasPrefix(tag, prefix) {
-				return tag, strings.TrimPrefix(tag, prefix), nil
-			}
-		}
+	var labels map[string]string
+	if img.Config != nil {
+		labels = img.Config.Labels
 	}
-	return "", "", fmt.Errorf("no image for agent %s: run `choirctl agent build %s` first", agentID, agentID)
+	version = labels[LabelImageVersion]
+	if labels[LabelManaged] != "true" || labels[LabelAgent] != agentID || version == "" {
+		return "", "", fmt.Errorf("%s is not an image choir built for %s (labels %v): run `choirctl agent build %s`", latest, agentID, labels, agentID)
+	}
+	return "choir-agent-" + agentID + ":" + version, version, nil
 }

@@ -56,7 +56,7 @@ func gitEnv() []string {
 // git runs git with args in dir and returns its standard output. The
 // credential helper is disabled so that only keys and URLs give access.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
-	full := append([]string{"-c", "credential.helper=", "-c", "core.askPass=", "-c", "advice.detachedHead=false"}, args...)
+	full := append([]string{"-c", "credential.helper=", "-c", "core.askPass=", "-c", "advice.detachedHead=false", "-c", "protocol.ext.allow=never"}, args...)
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = gitEnv()
@@ -109,6 +109,12 @@ func remoteURL(raw string) (string, error) {
 	}
 	if strings.HasPrefix(raw, "/") {
 		return raw, nil
+	}
+	if i := strings.Index(raw, "::"); i >= 0 && !strings.Contains(raw[:i], "/") {
+		return "", fmt.Errorf("URL %s: git remote helpers (<transport>::<address>) are not allowed", Redact(raw))
+	}
+	if strings.HasPrefix(raw, "-") {
+		return "", fmt.Errorf("URL %q looks like an option", raw)
 	}
 	// scp-like ssh syntax: user@host:path or host:path (a colon before any slash).
 	if i := strings.Index(raw, ":"); i > 0 && !strings.Contains(raw[:i], "/") {

@@ -242,3 +242,25 @@ func TestExport(t *testing.T) {
 		t.Error("Export of a missing commit succeeded")
 	}
 }
+
+func TestRemoteURL(t *testing.T) {
+	wd, _ := os.Getwd()
+	tests := []struct{ in, want string }{
+		{"/srv/g.git", "/srv/g.git"},
+		{"repos/g.git", filepath.Join(wd, "repos/g.git")},
+		{"file:///srv/g.git", "file:///srv/g.git"},
+		{"ssh://git@host:22/o/r.git", "ssh://git@host:22/o/r.git"},
+		{"git@github.com:o/r.git", "git@github.com:o/r.git"},
+		{"https://github.com/o/r.git", "https://github.com/o/r.git"},
+	}
+	for _, tt := range tests {
+		if got, err := remoteURL(tt.in); err != nil || got != tt.want {
+			t.Errorf("remoteURL(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
+	}
+	for _, bad := range []string{"", "ftp://h/r", "ext::sh -c x"} {
+		if got, err := remoteURL(bad); err == nil {
+			t.Errorf("remoteURL(%q) = %q; want an error", bad, got)
+		}
+	}
+}

@@ -20,14 +20,14 @@ const ShortLen = 7
 
 // Checkout is a clone at the commit its configured ref names.
 type Checkout struct {
-	Name    string // what the repo is to the user: "global repo", "agent repo of agent-1"
-	Dir     string // the clone
-	URL     string // the configured URL, credentials redacted
-	Ref     string // the configured ref; "" means the remote's default branch
-	Commit  string // full SHA of the checked-out commit
-	Short   string // its first ShortLen hex digits
-	Cloned  bool   // this Sync made the clone
-	Warning string // set when the fetch failed and the clone may be stale
+	Name    string `json:"name"`              // what the repo is to the user: "global repo", "agent repo of agent-1"
+	Dir     string `json:"dir"`               // the clone
+	URL     string `json:"url"`               // the configured URL, credentials redacted
+	Ref     string `json:"ref,omitempty"`     // the configured ref; "" means the remote's default branch
+	Commit  string `json:"commit"`            // full SHA of the checked-out commit
+	Short   string `json:"short"`             // its first ShortLen hex digits
+	Cloned  bool   `json:"cloned"`            // this Sync made the clone
+	Warning string `json:"warning,omitempty"` // set when the fetch failed and the clone may be stale
 }
 
 // GlobalDir is the clone of the global repo under home.

@@ -14,8 +14,8 @@ import (
 
 // AgentImage builds choir-agent-<id>:<version>: the test busybox image with
 // the static choir-agent as its entrypoint and a /choir/version.json,
-// labelled as the build pipeline labels agent images, so choird's lifecycle
-// can start it. It is removed when the test ends.
+// labelled and tagged :latest as the build pipeline does, so choird's
+// lifecycle starts it. It is removed when the test ends.
 func AgentImage(t testing.TB, c *docker.Client, id, version string) string {
 	t.Helper()
 	bin, err := os.ReadFile(testkit.Build(t, "choir/agent"))
@@ -44,6 +44,13 @@ func AgentImage(t testing.TB, c *docker.Client, id, version string) string {
 	if _, err := c.ImageBuild(context.Background(), &buf, docker.BuildOptions{Tags: []string{ref}, Labels: labels}); err != nil {
 		t.Fatalf("build the test agent image %s: %v", ref, err)
 	}
-	t.Cleanup(func() { c.ImageRemove(context.Background(), ref, docker.ImageRemoveOptions{Force: true}) })
+	latest := "choir-agent-" + id + ":latest" // what the last build marks current
+	if err := c.ImageTag(context.Background(), ref, latest); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.ImageRemove(context.Background(), latest, docker.ImageRemoveOptions{Force: true})
+		c.ImageRemove(context.Background(), ref, docker.ImageRemoveOptions{Force: true})
+	})
 	return ref
 }
