@@ -13,7 +13,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,10 +22,8 @@ import (
 	"strings"
 
 	"choir/internal/config"
+	"choir/internal/skeleton"
 )
-
-//go:embed all:skeleton/agent
-var agentSkeleton embed.FS
 
 func agentInit(ctx context.Context, e *env, args []string) error {
 	fset := newFlags(e, "agent init", "agent init <agent-id> [--repo DIR]")
@@ -56,7 +53,7 @@ func agentInit(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	if repoURL != "" {
-		if err := scaffoldBareRepo(ctx, repoURL); err != nil {
+		if err := scaffoldBareRepo(ctx, repoURL, skeleton.Agent(), "Agent skeleton from choirctl agent init"); err != nil {
 			return fmt.Errorf("create the agent repo at %s: %w", repoURL, err)
 		}
 	}
@@ -92,8 +89,8 @@ func fileMode(path string) os.FileMode {
 }
 
 // scaffoldBareRepo creates a bare repository at dir (absent, or an empty
-// directory) whose first commit on main is the agent skeleton.
-func scaffoldBareRepo(ctx context.Context, dir string) error {
+// directory) whose first commit on main holds the files of tree.
+func scaffoldBareRepo(ctx context.Context, dir string, tree fs.FS, message string) error {
 	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
 		return fmt.Errorf("%s exists and is not empty; give a new or empty directory", dir)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -110,16 +107,15 @@ func scaffoldBareRepo(ctx context.Context, dir string) error {
 	if err := git(ctx, "", "init", "--quiet", "--initial-branch=main", work); err != nil {
 		return err
 	}
-	err = fs.WalkDir(agentSkeleton, "skeleton/agent", func(path string, d fs.DirEntry, err error) error {
+	err = fs.WalkDir(tree, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		rel := strings.TrimPrefix(path, "skeleton/agent/")
-		data, err := agentSkeleton.ReadFile(path)
+		data, err := fs.ReadFile(tree, path)
 		if err != nil {
 			return err
 		}
-		dst := filepath.Join(work, rel)
+		dst := filepath.Join(work, filepath.FromSlash(path))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
@@ -131,7 +127,7 @@ func scaffoldBareRepo(ctx context.Context, dir string) error {
 	if err := git(ctx, work, "add", "--all"); err != nil {
 		return err
 	}
-	if err := git(ctx, work, "-c", "user.name=choirctl", "-c", "user.email=choirctl@localhost", "commit", "--quiet", "-m", "Agent skeleton from choirctl agent init"); err != nil {
+	if err := git(ctx, work, "-c", "user.name=choirctl", "-c", "user.email=choirctl@localhost", "commit", "--quiet", "-m", message); err != nil {
 		return err
 	}
 	return git(ctx, work, "push", "--quiet", dir, "main:main")

@@ -1,11 +1,14 @@
 package main
 
-// choirctl init
+// choirctl init [--global-repo DIR]
 //
 // Creates the home directory (~/.choir.d) with socks/, logs/ and repos/, a
 // skeleton config.json and an empty secrets.json (mode 0600), then prints
 // the next steps. It refuses to touch an existing config.json. It does not
-// create Postgres schemas: choird does that on its first start.
+// create Postgres schemas: choird does that on its first start. With
+// --global-repo it also creates the global repo there, a bare git repo
+// whose first commit holds the reference Dockerfile.base, identity/USER.md,
+// SOUL.md, SOUL-CORE.md, tools/ and skills/, and points global_repo.url at it.
 
 import (
 	"context"
@@ -15,10 +18,12 @@ import (
 	"path/filepath"
 
 	"choir/internal/config"
+	"choir/internal/skeleton"
 )
 
 func runInit(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "init", "init")
+	fs := newFlags(e, "init", "init [--global-repo DIR]")
+	globalRepo := fs.String("global-repo", "", "create the global repo as a bare git repository at DIR (new or empty)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +46,21 @@ func runInit(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 	}
-	if err := config.WriteFileAtomic(h.ConfigPath(), config.Skeleton(), 0o644); err != nil {
+	cfg := config.Skeleton()
+	if *globalRepo != "" {
+		dir, err := filepath.Abs(*globalRepo)
+		if err != nil {
+			return err
+		}
+		if err := scaffoldBareRepo(ctx, dir, skeleton.Global(), "Global skeleton from choirctl init"); err != nil {
+			return fmt.Errorf("create the global repo at %s: %w", dir, err)
+		}
+		if cfg, err = config.SetGlobalRepo(cfg, dir); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "Created the global repo at %s (branch main).\n", dir)
+	}
+	if err := config.WriteFileAtomic(h.ConfigPath(), cfg, 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, `Created %s:

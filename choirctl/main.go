@@ -24,7 +24,7 @@ import (
 const usage = `usage: choirctl [--home DIR] <command> [arguments]
 
 Commands:
-  init                          create ~/.choir.d with a skeleton config
+  init [--global-repo DIR]      create ~/.choir.d with a skeleton config (and the global repo)
   status                        choird health, config version, loaded resources
   config show                   the running configuration (secret names only)
   secret list                   secret names (never values)
@@ -33,6 +33,7 @@ Commands:
   secret apply                  make choird reload secrets and refresh agents
   logs <choird|agent-id>        print a log, then follow it until Ctrl-C
   agent init <agent-id>         add a placeholder agent and scaffold its repo
+  agent build <agent-id>        build the agent's image from its repos
   agent start <agent-id> --dm=  start an agent (flags override its defaults)
   agent stop|restart <agent-id> stop gracefully, or stop and start again
   agent status <agent-id>       state, session, bindings, lanes, heartbeat

@@ -63,6 +63,7 @@ type options struct {
 	tlsCert   string
 	tlsKey    string
 	logLevel  string
+	agentBin  string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "with --transport=http: TLS certificate file (required unless --listen is loopback)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "with --transport=http: TLS key file")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.agentBin, "agent-binary", "", "the static choir-agent that agent builds put in base images (default: choir-agent beside choird)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]")
 		fs.PrintDefaults()

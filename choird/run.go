@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
+	"choir/choird/build"
 	"choir/choird/control"
 	"choir/choird/lifecycle"
 	"choir/internal/config"
@@ -83,6 +85,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.Outbox = control.Outboxes{&plane.Console}
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
+	plane.SetBuilder(&build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)})
 	monitorCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	go agentsMgr.Monitor(monitorCtx)
@@ -180,4 +183,18 @@ func stopAgents(m *lifecycle.Manager, log *slog.Logger) {
 		}
 		cancel()
 	}
+}
+
+// agentBinary is the choir-agent that builds bake into base images: the
+// flag's, else the one installed beside choird. A missing binary is
+// reported by the build that needs it.
+func agentBinary(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "choir-agent"
+	}
+	return filepath.Join(filepath.Dir(exe), "choir-agent")
 }

@@ -132,6 +132,7 @@ func (p *Plane) registerAgentRoutes(mux *http.ServeMux) {
 		writeJSON(w, st)
 		return nil
 	}))
+	mux.HandleFunc("POST /v1/agents/{id}/build", p.buildAgent)
 	mux.HandleFunc("POST /v1/secrets/apply", func(w http.ResponseWriter, r *http.Request) {
 		res, err := p.ApplySecrets()
 		if err != nil {

@@ -34,6 +34,7 @@ type Plane struct {
 	listen        string
 	agents        Agents
 	messages      Messenger
+	builder       Builder
 
 	// Console receives what agents send to their DMs, for choirctl chat.
 	Console Console

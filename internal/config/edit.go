@@ -170,3 +170,32 @@ func SortedNames[M ~map[string]V, V any](m M) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// SetGlobalRepo sets global_repo.url in config.json's text, keeping every
+// other key and its order.
+func SetGlobalRepo(data []byte, url string) ([]byte, error) {
+	tree, err := parseTree(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
+	}
+	if tree.kind != 'o' {
+		return nil, fmt.Errorf("%s: the top level is not an object", ConfigFile)
+	}
+	repo := tree.field("global_repo")
+	if repo == nil {
+		repo = &node{kind: 'o'}
+		tree.keys, tree.vals = append(tree.keys, "global_repo"), append(tree.vals, repo)
+	}
+	if repo.kind != 'o' {
+		return nil, fmt.Errorf("%s: global_repo is not an object", ConfigFile)
+	}
+	if u := repo.field("url"); u != nil {
+		*u = node{kind: 's', str: url}
+	} else {
+		repo.keys, repo.vals = append(repo.keys, "url"), append(repo.vals, &node{kind: 's', str: url})
+	}
+	var b bytes.Buffer
+	tree.write(&b, "")
+	b.WriteString("\n")
+	return b.Bytes(), nil
+}

@@ -63,3 +63,29 @@ type ChatMessage struct {
 type ChatSent struct {
 	ID string `json:"id"`
 }
+
+// BuildResult is what `agent build` made (choird/build.Result as JSON).
+type BuildResult struct {
+	AgentID      string   `json:"agent_id"`
+	Image        string   `json:"image"`
+	ImageVersion string   `json:"image_version"`
+	BaseImage    string   `json:"base_image"`
+	BaseBuilt    bool     `json:"base_built"`
+	AgentBuilt   bool     `json:"agent_built"`
+	Tools        []string `json:"tools"`
+	Warnings     []string `json:"warnings,omitempty"`
+	Version      struct {
+		GlobalRepoCommit  string `json:"global_repo_commit"`
+		AgentRepoCommit   string `json:"agent_repo_commit"`
+		ToolManifestHash  string `json:"tool_manifest_hash"`
+		SkillManifestHash string `json:"skill_manifest_hash"`
+	} `json:"version"`
+}
+
+// BuildEvent is one line of the build stream: progress as it happens, then
+// exactly one result or error.
+type BuildEvent struct {
+	Progress string       `json:"progress,omitempty"`
+	Result   *BuildResult `json:"result,omitempty"`
+	Error    *Error       `json:"error,omitempty"`
+}

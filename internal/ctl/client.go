@@ -241,3 +241,31 @@ func (s *OutboxStream) Next() (rpc.DMSend, error) {
 
 // Close ends the stream.
 func (s *OutboxStream) Close() error { return s.body.Close() }
+
+// BuildAgent builds an agent's image, calling progress with each line of
+// progress as choird streams it.
+func (c *Client) BuildAgent(ctx context.Context, agentID string, progress func(string)) (*BuildResult, error) {
+	resp, err := c.send(ctx, http.MethodPost, "/v1/agents/"+url.PathEscape(agentID)+"/build", bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev BuildEvent
+		if err := dec.Decode(&ev); err != nil {
+			if err == io.EOF {
+				return nil, errors.New("choird ended the build stream without a result")
+			}
+			return nil, fmt.Errorf("read the build stream: %w", err)
+		}
+		switch {
+		case ev.Error != nil:
+			return nil, ev.Error
+		case ev.Result != nil:
+			return ev.Result, nil
+		case progress != nil:
+			progress(ev.Progress)
+		}
+	}
+}

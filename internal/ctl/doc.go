@@ -20,6 +20,9 @@
 //	POST /v1/agents/<id>/inject   ChatMessage → {}: /inject
 //	GET  /v1/agents/<id>/outbox   → application/x-ndjson: every rpc.DMSend
 //	                                 the agent sends from now on
+//	POST /v1/agents/<id>/build    → application/x-ndjson: BuildEvent lines,
+//	                                 progress as it happens, then one result
+//	                                 or error
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //
