@@ -1,0 +1,117 @@
+package arbiter
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"choir/internal/rpc"
+)
+
+// chunkSize is how many events one chunk of the log holds. The log grows a
+// chunk at a time, so appending never copies what is already committed.
+const chunkSize = 4096
+
+// commitLog is the in-memory append log. Only the arbiter goroutine appends;
+// any goroutine may read. Event rev n is at index n-1.
+type commitLog struct {
+	mu     sync.RWMutex
+	chunks [][]rpc.Event
+	n      int64         // events committed
+	last   string        // hash of event n
+	grew   chan struct{} // closed at the next append; nil while nobody waits
+
+	scratch []byte // hashing buffer, arbiter goroutine only
+	clock   func() time.Time
+}
+
+// append commits one event of type typ with a canonical payload and
+// returns it with its rev, time and hash.
+func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
+	e := rpc.Event{Type: typ, Lane: lane, Payload: payload, Time: now(l.clock)}
+	// Only this goroutine writes n and last, so it may read them unlocked.
+	e.Rev = l.n + 1
+	e.Hash, l.scratch = chainHash(l.scratch, l.last, e, payload)
+
+	l.mu.Lock()
+	if l.n%chunkSize == 0 {
+		l.chunks = append(l.chunks, make([]rpc.Event, 0, chunkSize))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = append(*c, e)
+	l.n, l.last = e.Rev, e.Hash
+	grew := l.grew
+	l.grew = nil
+	l.mu.Unlock()
+	if grew != nil {
+		close(grew)
+	}
+	return e
+}
+
+// at returns event rev; mu must be held.
+func (l *commitLog) at(rev int64) *rpc.Event {
+	i := rev - 1
+	return &l.chunks[i/chunkSize][i%chunkSize]
+}
+
+// since returns a copy of the events after rev.
+func (l *commitLog) since(rev int64) []rpc.Event {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if rev < 0 {
+		rev = 0
+	}
+	if rev >= l.n {
+		return nil
+	}
+	out := make([]rpc.Event, 0, l.n-rev)
+	for i := rev; i < l.n; {
+		c := l.chunks[i/chunkSize]
+		from := int(i % chunkSize)
+		out = append(out, c[from:]...)
+		i += int64(len(c) - from)
+	}
+	return out
+}
+
+// head returns the last rev and its hash.
+func (l *commitLog) head() (int64, string) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.n, l.last
+}
+
+// hashAt returns the hash of event rev ("" for rev 0).
+func (l *commitLog) hashAt(rev int64) (string, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	switch {
+	case rev == 0:
+		return "", true
+	case rev < 0 || rev > l.n:
+		return "", false
+	}
+	return l.at(rev).Hash, true
+}
+
+// wait blocks until the log holds rev or ctx ends.
+func (l *commitLog) wait(ctx context.Context, rev int64) error {
+	for {
+		l.mu.Lock()
+		if l.n >= rev {
+			l.mu.Unlock()
+			return nil
+		}
+		if l.grew == nil {
+			l.grew = make(chan struct{})
+		}
+		grew := l.grew
+		l.mu.Unlock()
+		select {
+		case <-grew:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
