@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,12 +82,40 @@ type Session struct {
 
 	Secrets  Secrets
 	Bindings rpc.ResourceBindings
+	Hooks    Hooks
 
 	mu            sync.Mutex
+	reported      map[string]rpc.StatusReq
 	configVersion int64
 	config        json.RawMessage
 	ackRev        int64
 }
+
+// Hooks connect the session to the rest of the runtime; nil ones are
+// skipped.
+type Hooks struct {
+	// Opened runs once the session is open (bindings, secrets and config in
+	// hand) and before the first heartbeat: the runtime builds its lanes
+	// here. An error ends the session.
+	Opened func(ctx context.Context) error
+	// Push receives the push events the session does not handle itself:
+	// user_message, inject, cancel, approval.
+	Push func(ev rpc.PushEvent)
+	// Events returns the committed events after rev, in order, and HashAt
+	// the chain hash at rev ("" at 0): what heartbeats replicate.
+	Events func(afterRev int64) []rpc.Event
+	HashAt func(rev int64) string
+	// Stopping runs at a graceful stop, before the final heartbeat: the
+	// lanes reach their safe point.
+	Stopping func(ctx context.Context)
+	// Status reports the lanes; changes are sent with REPORT_STATUS after
+	// each heartbeat.
+	Status func() []rpc.StatusReq
+}
+
+// maxPatches bounds the events one heartbeat carries; a longer backlog
+// takes several heartbeats (the final one loops until all are sent).
+const maxPatches = 256
 
 // New prepares a session; Run starts it.
 func New(cp rpc.ControlPlane, id Identity, v Version, heartbeat time.Duration, log *slog.Logger) *Session {
@@ -122,11 +151,22 @@ func (s *Session) Run(ctx context.Context) error {
 	if ferr := <-followErr; ferr != nil && !errors.Is(ferr, context.Canceled) {
 		s.log.Warn("push channel ended", "error", ferr.Error())
 	}
-	// A final heartbeat, then goodbye, on a short context of its own.
-	byeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// The lanes reach a safe point, then a final heartbeat flushes every
+	// committed event, then goodbye, each on a bounded context of its own.
+	byeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, herr := s.heartbeat(byeCtx, true); herr != nil {
-		s.log.Warn("final heartbeat failed", "error", herr.Error())
+	if s.Hooks.Stopping != nil {
+		s.Hooks.Stopping(byeCtx)
+	}
+	for {
+		more, herr := s.heartbeatFinal(byeCtx)
+		if herr != nil {
+			s.log.Warn("final heartbeat failed", "error", herr.Error())
+			break
+		}
+		if !more {
+			break
+		}
 	}
 	if _, terr := s.cp.Terminate(byeCtx, rpc.TerminateReq{Reason: reason}); terr != nil {
 		s.log.Warn("terminate failed", "error", terr.Error())
@@ -153,7 +193,21 @@ func (s *Session) open(ctx context.Context) error {
 	if err := s.fetchSecrets(ctx); err != nil {
 		return err
 	}
-	return s.syncConfig(ctx)
+	if err := s.syncConfig(ctx); err != nil {
+		return err
+	}
+	if s.Hooks.Opened != nil {
+		return s.Hooks.Opened(ctx)
+	}
+	return nil
+}
+
+// Config returns the dynamic config the agent runs with (config.Dynamic as
+// JSON), swapped whole when choird publishes a new version.
+func (s *Session) Config() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.config
 }
 
 // fetchSecrets asks for every secret choird binds to this session; choird
@@ -191,7 +245,7 @@ func (s *Session) heartbeatLoop(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		latest, err := s.heartbeat(ctx, false)
+		latest, _, err := s.heartbeat(ctx, false)
 		if err != nil {
 			var rerr *rpc.Error
 			if errors.As(err, &rerr) && rerr.Status == 401 {
@@ -211,20 +265,71 @@ func (s *Session) heartbeatLoop(ctx context.Context) error {
 	}
 }
 
-// heartbeat replicates nothing yet beyond liveness: the arbiter's commit log
-// feeds Patches when the lanes exist.
-func (s *Session) heartbeat(ctx context.Context, final bool) (int64, error) {
+// heartbeat replicates the committed events after the acknowledged
+// revision (at most maxPatches) and reports lane status changes. It returns
+// the latest config version and whether events remain to send.
+func (s *Session) heartbeat(ctx context.Context, final bool) (int64, bool, error) {
 	s.mu.Lock()
-	req := rpc.HeartbeatReq{BaseRev: s.ackRev, NewRev: s.ackRev, ConfigVersion: s.configVersion, Timestamp: time.Now().UTC(), Final: final}
+	base := s.ackRev
+	req := rpc.HeartbeatReq{BaseRev: base, NewRev: base, ConfigVersion: s.configVersion, Timestamp: time.Now().UTC(), Final: final}
 	s.mu.Unlock()
+	more := false
+	if s.Hooks.Events != nil {
+		evs := s.Hooks.Events(base)
+		if len(evs) > maxPatches {
+			evs, more = evs[:maxPatches], true
+		}
+		if len(evs) > 0 {
+			req.Patches = evs
+			req.NewRev = evs[len(evs)-1].Rev
+			req.HashNew = evs[len(evs)-1].Hash
+			if s.Hooks.HashAt != nil {
+				req.HashPrev = s.Hooks.HashAt(base)
+			}
+		}
+	}
+	if final {
+		req.Final = !more
+	}
 	resp, err := s.cp.Heartbeat(ctx, req)
 	if err != nil {
-		return 0, err
+		return 0, more, err
 	}
 	s.mu.Lock()
 	s.ackRev = resp.AckRev
 	s.mu.Unlock()
-	return resp.ConfigVersionLatest, nil
+	s.reportStatus(ctx)
+	return resp.ConfigVersionLatest, more, nil
+}
+
+func (s *Session) heartbeatFinal(ctx context.Context) (bool, error) {
+	_, more, err := s.heartbeat(ctx, true)
+	return more, err
+}
+
+// reportStatus sends REPORT_STATUS for each lane whose report changed.
+func (s *Session) reportStatus(ctx context.Context) {
+	if s.Hooks.Status == nil {
+		return
+	}
+	for _, st := range s.Hooks.Status() {
+		s.mu.Lock()
+		prev, ok := s.reported[st.Lane]
+		s.mu.Unlock()
+		if ok && reflect.DeepEqual(prev, st) {
+			continue
+		}
+		if _, err := s.cp.ReportStatus(ctx, st); err != nil {
+			s.log.Warn("status report failed", "lane", st.Lane, "error", err.Error())
+			continue
+		}
+		s.mu.Lock()
+		if s.reported == nil {
+			s.reported = map[string]rpc.StatusReq{}
+		}
+		s.reported[st.Lane] = st
+		s.mu.Unlock()
+	}
 }
 
 func (s *Session) onPush(ctx context.Context, ev rpc.PushEvent, shutdown func(string)) {
@@ -245,6 +350,10 @@ func (s *Session) onPush(ctx context.Context, ev rpc.PushEvent, shutdown func(st
 			s.log.Warn("config sync failed", "error", err.Error())
 		}
 	default:
-		s.log.Debug("push event not handled yet", "type", ev.Type, "id", ev.ID)
+		if s.Hooks.Push != nil {
+			s.Hooks.Push(ev)
+		} else {
+			s.log.Debug("push event not handled", "type", ev.Type, "id", ev.ID)
+		}
 	}
 }

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"choir/choird/lease"
+)
+
+func TestSanitize(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"report.pdf", "report.pdf"},
+		{"../../etc/passwd", "passwd"},
+		{`C:\Users\me\notes.txt`, "notes.txt"},
+		{".bashrc", "bashrc"},
+		{"-rf", "rf"},
+		{"..", "file"},
+		{"", "file"},
+		{"my file (1).txt", "my_file__1_.txt"},
+		{"отчёт.pdf", "отчёт.pdf"},
+		{"a\x00b;rm -rf.sh", "a_b_rm_-rf.sh"},
+		{strings.Repeat("x", 300) + ".tar.gz", strings.Repeat("x", 117) + ".gz"},
+		{strings.Repeat("é", 100) + ".txt", strings.Repeat("é", 58) + ".txt"},
+	} {
+		if got := sanitize(tc.in); got != tc.want {
+			t.Errorf("sanitize(%q) = %q; want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestSendName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{".choirtmp/send/a.png", "a.png"},
+		{"./.choirtmp/send/a.png", "a.png"},
+		{"/workspace/.choirtmp/send/sub/a.png", "sub/a.png"},
+		{".choirtmp/send/x/../a.png", "a.png"},
+		{".choirtmp/send/../recv/a.png", ""},
+		{".choirtmp/send", ""},
+		{".choirtmp/send/", ""},
+		{"/etc/passwd", ""},
+		{"/workspace/../etc/passwd", ""},
+		{"a.png", ""},
+		{`.choirtmp/send/..\..\x`, ""},
+	} {
+		got, err := sendName(tc.in)
+		if (err != nil) != (tc.want == "") || got != tc.want {
+			t.Errorf("sendName(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+func TestCallbackData(t *testing.T) {
+	id := "0b7f7c0e-4f36-4c55-9a55-3f3f0e2d9d11"
+	for _, approve := range []bool{true, false} {
+		data := callbackData(id, approve)
+		if len(data) > 64 {
+			t.Errorf("callbackData() = %d bytes; want at most 64", len(data))
+		}
+		gotID, gotApprove, ok := parseCallback(data)
+		if !ok || gotID != id || gotApprove != approve {
+			t.Errorf("parseCallback(%q) = %q, %v, %v", data, gotID, gotApprove, ok)
+		}
+	}
+	for _, bad := range []string{"", "ap:", "ap::y", "ap:x:maybe", "xx:id:y", "ap:id"} {
+		if _, _, ok := parseCallback(bad); ok {
+			t.Errorf("parseCallback(%q) ok; want refused", bad)
+		}
+	}
+}
+
+func TestParseOverrides(t *testing.T) {
+	o, err := parseOverrides([]string{"workspace=w", "llm=m", "voice=v", "git_identity=g", "notion=n", "--email=e"})
+	want := lease.Overrides{Workspace: "w", LLM: "m", VoiceProfile: "v", GitIdentity: "g", Notion: "n", Email: "e"}
+	if err != nil || o != want {
+		t.Errorf("parseOverrides() = %+v, %v; want %+v", o, err, want)
+	}
+	for _, bad := range [][]string{{"dm=x"}, {"colour=red"}, {"llm="}, {"llm"}} {
+		if _, err := parseOverrides(bad); err == nil {
+			t.Errorf("parseOverrides(%q) = nil; want an error", bad)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	lo, hi := 100*time.Millisecond, time.Second
+	for n := 1; n < 40; n++ {
+		d := backoff(lo, hi, n)
+		ceil := min(lo<<min(n-1, 20), hi)
+		if d < ceil/2 || d > ceil {
+			t.Errorf("backoff(%d) = %v; want within [%v, %v]", n, d, ceil/2, ceil)
+		}
+	}
+}
+
+func TestMediaKind(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		size int64
+		want string
+	}{
+		{"a.JPG", 10, "photo"}, {"a.png", maxPhotoSize + 1, "document"}, {"a.ogg", 1, "voice"},
+		{"a.opus", 1, "voice"}, {"a.mp4", 1, "video"}, {"a.pdf", 1, "document"}, {"noext", 1, "document"},
+	} {
+		if got := mediaKind(tc.name, tc.size); got != tc.want {
+			t.Errorf("mediaKind(%q, %d) = %s; want %s", tc.name, tc.size, got, tc.want)
+		}
+	}
+}
