@@ -9,8 +9,11 @@ import (
 	"syscall"
 	"testing"
 
+	"choir/internal/config"
 	"choir/internal/docker"
+	"choir/internal/rpc"
 	"choir/testkit/dockertest"
+	"choir/testkit/telegramtest"
 )
 
 // agentConfig adds what one agent needs to a home's config.json and secrets.
@@ -24,13 +27,13 @@ func agentConfig(t *testing.T, home, workspace string) {
 	cfg["workspaces"] = map[string]any{"main": map[string]any{"path": workspace}}
 	cfg["models"] = map[string]any{"m": map[string]any{"provider": "test", "model": "x", "endpoint": "http://127.0.0.1:9/v1", "secret": "llm-key"}}
 	cfg["git_identities"] = map[string]any{"dev": map[string]any{"name": "Dev", "email": "dev@choir.local", "secret": "git-token"}}
-	cfg["gateways"] = map[string]any{"bot": map[string]any{"type": "telegram", "secret": "tg"}}
+	cfg["gateways"] = map[string]any{"bot": map[string]any{"type": "telegram", "secret": "tg", "api_base": fakeTelegram(t)}}
 	cfg["dms"] = map[string]any{"dm1": map[string]any{"gateway": "bot", "user_id": "1"}}
 	cfg["agents"] = map[string]any{"agent-1": map[string]any{"defaults": map[string]any{"workspace": "main", "llm": "m", "git_identity": "dev", "dm": "dm1"}}}
 	cfg["heartbeat_interval_ms"], cfg["crash_detection_threshold_ms"] = 200, 3000
 	out, _ := json.MarshalIndent(cfg, "", "  ")
 	os.WriteFile(path, out, 0o644)
-	for name, value := range map[string]string{"llm-key": apiSecret, "git-token": "ghp-e2e-Token-5Yt", "tg": "tg-e2e-Token-9Kd"} {
+	for name, value := range map[string]string{"llm-key": apiSecret, "git-token": "ghp-e2e-Token-5Yt", "tg": "12345:tg-e2e-Token-9Kd"} {
 		if _, stderr, code := ctlRun(t, home, "", "secret", "set", name, value); code != 0 {
 			t.Fatalf("secret set %s = %d %s", name, code, stderr)
 		}
@@ -74,6 +77,10 @@ func TestAgentsThroughChoirctl(t *testing.T) {
 	if out, _, _ := ctlRun(t, home, "", "status"); !strings.Contains(out, "agents running       1") {
 		t.Errorf("status = %q; want one agent running", out)
 	}
+
+	// An approval requested by the agent (here: by the test, holding the
+	// agent's own lease token) is listed, decided once, and refused twice.
+	approvalRoundTrip(t, home, dc)
 
 	// A refreshed secret reaches the running agent.
 	agentLog := filepath.Join(home, "logs", "agent-1.log")
@@ -132,4 +139,54 @@ func TestAgentsThroughChoirctl(t *testing.T) {
 	}
 	assertNoSecrets(t, filepath.Join(home, "logs"), d.stderr.String())
 	assertNoSecrets(t, workspace)
+}
+
+// fakeTelegram serves the Bot API for the test's bot token.
+func fakeTelegram(t *testing.T) string {
+	t.Helper()
+	tg := telegramtest.New(t)
+	tg.AddBot("12345:tg-e2e-Token-9Kd", "choir_e2e_bot")
+	return tg.URL()
+}
+
+// approvalRoundTrip asks for an approval as agent-1 would (with the lease
+// token choird gave its container) and decides it with choirctl.
+func approvalRoundTrip(t *testing.T, home string, dc *docker.Client) {
+	t.Helper()
+	ctx := context.Background()
+	cs, err := dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.agent=agent-1"}}})
+	if err != nil || len(cs) != 1 {
+		t.Fatalf("agent-1's container: %v (%d found)", err, len(cs))
+	}
+	c, err := dc.ContainerInspect(ctx, cs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	for _, kv := range c.Config.Env {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
+	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: config.Home{Dir: home}.AgentSocket(), SessionID: env["CHOIR_SESSION_ID"], LeaseToken: env["CHOIR_LEASE_TOKEN"]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cp.Close()
+	resp, err := cp.RequestApproval(ctx, rpc.ApprovalReq{RequestType: "tool", Payload: json.RawMessage(`{"manifest":{"llm":{"name":"notes.add"}},"rationale":"the user asked"}`)})
+	if err != nil || resp.Status != rpc.ApprovalPending || resp.ApprovalID == "" {
+		t.Fatalf("REQUEST_APPROVAL = %+v, %v; want a pending approval", resp, err)
+	}
+	out, stderr, code := ctlRun(t, home, "", "approval", "list")
+	if code != 0 || !strings.Contains(out, resp.ApprovalID) || !strings.Contains(out, "pending") {
+		t.Errorf("approval list = %d %q %q", code, out, stderr)
+	}
+	if out, _, _ := ctlRun(t, home, "", "approval", "show", resp.ApprovalID); !strings.Contains(out, "notes.add") {
+		t.Errorf("approval show = %q; want the payload", out)
+	}
+	if out, stderr, code := ctlRun(t, home, "", "approval", "approve", resp.ApprovalID); code != 0 || !strings.Contains(out, "approved") {
+		t.Errorf("approval approve = %d %q %q", code, out, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "approval", "reject", resp.ApprovalID); code != 1 || !strings.Contains(stderr, "choirctl") {
+		t.Errorf("second decision = %d %q; want refused, naming who decided", code, stderr)
+	}
 }

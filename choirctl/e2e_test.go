@@ -224,7 +224,7 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 	d = startChoird(t, home, env)
 	waitReady(t, home, d)
 	out, stderr, code := ctlRun(t, home, "", "status")
-	if code != 0 || !strings.Contains(out, "healthy") || !strings.Contains(out, "version 1") || !strings.Contains(out, "connect to Postgres") || !strings.Contains(out, "start gateway bots                       skipped: not implemented yet") {
+	if code != 0 || !strings.Contains(out, "healthy") || !strings.Contains(out, "version 1") || !strings.Contains(out, "connect to Postgres") || !strings.Contains(out, "start gateway bots                       ok: 0 bots") {
 		t.Errorf("status = %d %q %q", code, out, stderr)
 	}
 	out, _, _ = ctlRun(t, home, "", "status", "--json")

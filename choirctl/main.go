@@ -39,6 +39,7 @@ Commands:
   agent status <agent-id>       state, session, bindings, lanes, heartbeat
   agent list                    every configured agent and its state
   chat <agent-id> [--once]      talk to a running agent from the terminal
+  approval list|show|approve|reject   the proposals waiting for a human
   workspace list                workspaces, paths and lease holders
   workspace reset <name>        empty a workspace (stops its holder first)
 
@@ -71,6 +72,7 @@ var commands = map[string]command{
 	"agent":     {runAgent, "agent lifecycle"},
 	"workspace": {runWorkspace, "workspace list|reset"},
 	"chat":      {runChat, "console DM"},
+	"approval":  {runApproval, "approval list|show|approve|reject"},
 }
 
 // usageError is a mistake in the command line (exit status 2).

@@ -64,8 +64,17 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	defer dc.Close()
-	plane.Step("start gateway bots", ctl.StepSkipped, "not implemented yet")
-
+	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	agentsMgr.Sessions = rpcServer
+	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)}
+	plane.SetAgents(agentsMgr)
+	plane.SetMessenger(agentsMgr)
+	plane.SetBuilder(builder)
+	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, log)
+	if err != nil {
+		return fmt.Errorf("cannot start the gateway: %w", err)
+	}
+	defer stopGateway()
 	admin, err := rpc.ListenUnix(home.AdminSocket())
 	if err != nil {
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
@@ -80,12 +89,6 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetEndpoint(o.transport, endpoint, "")
 	plane.Step("accept choirctl and agent connections", ctl.StepOK, fmt.Sprintf("admin %s, agents %s %s", home.AdminSocket(), o.transport, endpoint))
 
-	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
-	agentsMgr.Sessions = rpcServer
-	agentsMgr.Outbox = control.Outboxes{&plane.Console}
-	plane.SetAgents(agentsMgr)
-	plane.SetMessenger(agentsMgr)
-	plane.SetBuilder(&build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)})
 	monitorCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	go agentsMgr.Monitor(monitorCtx)

@@ -35,6 +35,8 @@ type Plane struct {
 	agents        Agents
 	messages      Messenger
 	builder       Builder
+	approvals     Approvals
+	gateways      func() []ctl.GatewayStatus
 
 	// Console receives what agents send to their DMs, for choirctl chat.
 	Console Console
@@ -118,6 +120,9 @@ func (p *Plane) Status() ctl.Status {
 	if p.agents != nil {
 		s.AgentsRunning = p.agents.Running()
 	}
+	if p.gateways != nil {
+		s.Gateways = p.gateways()
+	}
 	return s
 }
 
@@ -148,4 +153,11 @@ func (p *Plane) LogPath(source string) (string, error) {
 		return "", ctl.Errorf(404, "not_found", "%s has no log yet (%s)", source, path)
 	}
 	return path, nil
+}
+
+// SetGateways connects the gateway's status report.
+func (p *Plane) SetGateways(status func() []ctl.GatewayStatus) {
+	p.mu.Lock()
+	p.gateways = status
+	p.mu.Unlock()
 }

@@ -165,7 +165,23 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 	return rpc.ConfigResp{ConfigVersion: version, Config: blob}, nil
 }
 
-// HandleApproval: the approval pipeline is not built yet.
+// HandleApproval stores a proposal for a human to decide (§8.10); the
+// decision reaches the agent later as an approval push event.
 func (m *Manager) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.ApprovalResp, error) {
-	return rpc.ApprovalResp{}, rpc.Errorf(http.StatusNotImplemented, rpc.CodeUnavailable, "approvals are not implemented in this choird yet")
+	r, err := m.caller(ctx)
+	if err != nil {
+		return rpc.ApprovalResp{}, err
+	}
+	if req.RequestType == "" {
+		return rpc.ApprovalResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "request_type is required")
+	}
+	if m.RequestApproval == nil {
+		return rpc.ApprovalResp{}, rpc.Errorf(http.StatusNotImplemented, rpc.CodeUnavailable, "approvals are not available in this choird")
+	}
+	id, status, err := m.RequestApproval(ctx, r.AgentID, r.SessionID, req.RequestType, req.Payload)
+	if err != nil {
+		return rpc.ApprovalResp{}, err
+	}
+	m.logf(r, "approval requested", "approval_id", id, "request_type", req.RequestType)
+	return rpc.ApprovalResp{ApprovalID: id, Status: status}, nil
 }

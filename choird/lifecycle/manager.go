@@ -8,6 +8,7 @@ package lifecycle
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -118,8 +119,11 @@ type Manager struct {
 	Logs     Logs
 	Outbox   Outbox
 	Config   Config
-	Home     config.Home
-	Log      *slog.Logger
+	// RequestApproval stores an agent's proposal for a human decision and
+	// returns its id and status (the approval service).
+	RequestApproval func(ctx context.Context, agentID, sessionID, requestType string, payload json.RawMessage) (id, status string, err error)
+	Home            config.Home
+	Log             *slog.Logger
 	// User is the uid:gid containers run as (default: choird's own).
 	User string
 	// ReadyTimeout bounds how long a start waits for INIT_HELLO.

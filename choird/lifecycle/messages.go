@@ -83,3 +83,17 @@ func toolError(callID, code, message string) rpc.HostToolResp {
 	out, _ := json.Marshal(map[string]any{"status": "error", "error": map[string]string{"code": code, "message": message}})
 	return rpc.HostToolResp{CallID: callID, Status: rpc.ToolError, Output: out}
 }
+
+// WorkspacePath is the host directory of a running agent's workspace.
+func (m *Manager) WorkspacePath(agentID string) (string, error) {
+	r := m.run(agentID)
+	if r == nil {
+		return "", fmt.Errorf("%s: %w", agentID, ErrNotRunning)
+	}
+	l, _ := m.Config()
+	ws, ok := l.Config.Workspaces[r.Bindings.Workspace]
+	if !ok {
+		return "", fmt.Errorf("%s: workspace %q is no longer configured", agentID, r.Bindings.Workspace)
+	}
+	return ws.Path, nil
+}

@@ -1,6 +1,7 @@
 package ctl
 
 import (
+	"encoding/json"
 	"time"
 
 	"choir/internal/rpc"
@@ -88,4 +89,32 @@ type BuildEvent struct {
 	Progress string       `json:"progress,omitempty"`
 	Result   *BuildResult `json:"result,omitempty"`
 	Error    *Error       `json:"error,omitempty"`
+}
+
+// Approval is a proposal waiting for (or past) a human decision.
+type Approval struct {
+	ID          string          `json:"id"`
+	SessionID   string          `json:"session_id,omitempty"`
+	AgentID     string          `json:"agent_id"`
+	RequestType string          `json:"request_type"`
+	Summary     string          `json:"summary"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	Status      string          `json:"status"`
+	CreatedAt   time.Time       `json:"created_at"`
+	ResolvedAt  time.Time       `json:"resolved_at,omitzero"`
+	ResolvedBy  string          `json:"resolved_by,omitempty"`
+}
+
+// GatewayStatus is one Telegram bot's poller.
+type GatewayStatus struct {
+	Gateway          string    `json:"gateway"`
+	Polling          bool      `json:"polling"`
+	LastOK           time.Time `json:"last_ok,omitzero"`
+	Updates          int64     `json:"updates"`
+	Dropped          int64     `json:"dropped"`
+	Errors           int       `json:"errors"`
+	LastErr          string    `json:"last_error,omitempty"`
+	Conflicts        int       `json:"conflicts"`
+	Unauthorized     bool      `json:"unauthorized,omitempty"`
+	WatchdogRestarts int       `json:"watchdog_restarts"`
 }

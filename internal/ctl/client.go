@@ -269,3 +269,35 @@ func (c *Client) BuildAgent(ctx context.Context, agentID string, progress func(s
 		}
 	}
 }
+
+// Approvals lists approvals, pending first; agentID "" means every agent.
+func (c *Client) Approvals(ctx context.Context, agentID string) ([]Approval, error) {
+	var out []Approval
+	path := "/v1/approvals"
+	if agentID != "" {
+		path += "?agent=" + url.QueryEscape(agentID)
+	}
+	return out, c.getJSON(ctx, path, &out)
+}
+
+// Approval shows one approval.
+func (c *Client) Approval(ctx context.Context, id string) (*Approval, error) {
+	var out Approval
+	if err := c.getJSON(ctx, "/v1/approvals/"+url.PathEscape(id), &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Decide approves or rejects an approval as the operator.
+func (c *Client) Decide(ctx context.Context, id string, approve bool) (*Approval, error) {
+	verb := "reject"
+	if approve {
+		verb = "approve"
+	}
+	var out Approval
+	if err := c.postJSON(ctx, "/v1/approvals/"+url.PathEscape(id)+"/"+verb, struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

@@ -23,6 +23,10 @@
 //	POST /v1/agents/<id>/build    → application/x-ndjson: BuildEvent lines,
 //	                                 progress as it happens, then one result
 //	                                 or error
+//	GET  /v1/approvals[?agent=]   → []Approval
+//	GET  /v1/approvals/<id>       → Approval
+//	POST /v1/approvals/<id>/approve|reject → Approval as decided (409 when
+//	                                 it was already decided, saying by whom)
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //

@@ -7,18 +7,19 @@ import (
 
 // Status is choird's health summary for `choirctl status`.
 type Status struct {
-	Healthy       bool           `json:"healthy"`
-	PID           int            `json:"pid"`
-	Home          string         `json:"home"`
-	StartedAt     time.Time      `json:"started_at"`
-	ConfigVersion int64          `json:"config_version"`
-	ConfigHash    string         `json:"config_hash"`
-	Resources     map[string]int `json:"resources"`
-	Transport     string         `json:"transport"`
-	AgentSocket   string         `json:"agent_socket,omitempty"`
-	Listen        string         `json:"listen,omitempty"`
-	Steps         []Step         `json:"startup"`
-	AgentsRunning int            `json:"agents_running"`
+	Healthy       bool            `json:"healthy"`
+	PID           int             `json:"pid"`
+	Home          string          `json:"home"`
+	StartedAt     time.Time       `json:"started_at"`
+	ConfigVersion int64           `json:"config_version"`
+	ConfigHash    string          `json:"config_hash"`
+	Resources     map[string]int  `json:"resources"`
+	Transport     string          `json:"transport"`
+	AgentSocket   string          `json:"agent_socket,omitempty"`
+	Listen        string          `json:"listen,omitempty"`
+	Steps         []Step          `json:"startup"`
+	AgentsRunning int             `json:"agents_running"`
+	Gateways      []GatewayStatus `json:"gateways,omitempty"`
 }
 
 // Step is one step of choird's startup sequence (§6.2) and how it went.

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"choir/choird/approval"
+	"choir/choird/approval/postgres"
+	"choir/choird/build"
+	"choir/choird/control"
+	"choir/choird/gateway"
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/ctl"
+	"choir/internal/logs"
+	"choir/internal/rpc"
+)
+
+// gatewayControl is the control plane as the gateway reaches it: the
+// lifecycle's methods, plus the few that live elsewhere in choird.
+type gatewayControl struct {
+	*lifecycle.Manager
+	plane   *control.Plane
+	builder *build.Builder
+}
+
+var _ gateway.Control = gatewayControl{}
+
+// SecretNames lists secret names, never values.
+func (g gatewayControl) SecretNames() []string { return g.plane.Config().Secrets.Names() }
+
+// Command runs the gateway commands that are not plain lifecycle calls.
+func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string, error) {
+	switch c.Name {
+	case "agent-build":
+		if c.Agent == "" {
+			return "", errors.New("name the agent: /agent build <agent-id>")
+		}
+		res, err := g.builder.Build(ctx, g.plane.Config().Config, c.Agent, func(line string) {
+			if strings.HasPrefix(line, "Step ") || strings.HasPrefix(line, "built") || strings.Contains(line, "repo at") {
+				c.Progress(line)
+			}
+		})
+		if err != nil {
+			return "", err
+		}
+		if !res.AgentBuilt {
+			return fmt.Sprintf("%s is up to date: %s", c.Agent, res.Image), nil
+		}
+		return fmt.Sprintf("built %s", res.Image), nil
+	}
+	return "", gateway.ErrNotAvailable
+}
+
+// startGateway runs startup step 8: the approval service and one poller per
+// configured bot. It returns a function that stops both.
+func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, log *slog.Logger) (func(), error) {
+	l := plane.Config()
+	gw, err := gateway.New(gateway.Config{
+		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
+		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
+	})
+	if err != nil {
+		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
+		return nil, err
+	}
+	svc := approval.New(approval.Config{
+		Store: postgres.New(st), Notifier: gw,
+		Timeout: time.Duration(l.Config.ApprovalTimeoutMS) * time.Millisecond,
+		Log:     log.With(logs.KeySystem, "approval"),
+		OnDecision: func(ctx context.Context, a approval.Approval) error {
+			if _, ok := m.Sessions.Publish(a.SessionID, rpc.EventApproval, a.Decision()); !ok {
+				return fmt.Errorf("session %s is not connected", a.SessionID)
+			}
+			return nil
+		},
+	})
+	gw.SetApprovals(svc)
+	plane.SetApprovals(svc)
+	m.RequestApproval = func(ctx context.Context, agentID, sessionID, requestType string, payload json.RawMessage) (string, string, error) {
+		a, err := svc.Request(ctx, agentID, sessionID, requestType, "", payload)
+		return a.ID, string(a.Status), err
+	}
+	m.Outbox = control.Outboxes{&plane.Console, gw}
+	plane.SetGateways(func() []ctl.GatewayStatus {
+		var out []ctl.GatewayStatus
+		for _, b := range gw.Status() {
+			out = append(out, ctl.GatewayStatus{Gateway: b.Gateway, Polling: b.Polling, LastOK: b.LastOK, Updates: b.Updates,
+				Dropped: b.Dropped, Errors: b.Errors, LastErr: b.LastErr, Conflicts: b.Conflicts, Unauthorized: b.Unauthorized,
+				WatchdogRestarts: b.WatchdogRestarts})
+		}
+		return out
+	})
+	if _, err := svc.Start(ctx); err != nil {
+		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
+		return nil, err
+	}
+	gwCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := gw.Run(gwCtx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("gateway stopped", logs.KeyError, err.Error())
+		}
+	}()
+	plane.Step("start gateway bots", ctl.StepOK, fmt.Sprintf("%d bots", gw.Bots()))
+	return func() {
+		svc.Close()
+		cancel()
+		<-done
+	}, nil
+}
