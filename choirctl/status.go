@@ -53,6 +53,18 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(tw, "resources\t%s\n", strings.Join(parts, ", "))
 	tw.Flush()
+	for _, g := range st.Gateways {
+		state := "polling"
+		switch {
+		case g.Unauthorized:
+			state = "token refused (401): check its secret"
+		case g.Conflicts > 0:
+			state = fmt.Sprintf("%d conflicts (409): another process polls this bot", g.Conflicts)
+		case !g.Polling && g.LastErr != "":
+			state = "failing: " + g.LastErr
+		}
+		fmt.Fprintf(e.stdout, "gateway %-12s %s; %d updates, %d dropped, %d errors\n", g.Gateway, state, g.Updates, g.Dropped, g.Errors)
+	}
 	fmt.Fprintln(e.stdout, "startup:")
 	for _, s := range st.Steps {
 		line := fmt.Sprintf("  %2d. %-40s %s", s.N, s.Name, s.Status)
