@@ -60,7 +60,7 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.StringVar(&o.socket, "socket", "/run/choir.sock", "with uds: the control socket")
 	fs.StringVar(&o.endpoint, "endpoint", "", "with http: choird's URL, e.g. https://choird.internal:9400")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "with http: a PEM file of CA certificates to trust for choird")
-	fs.StringVar(&o.versionFile, "version-file", "/choir/version.json", "the image's version metadata")
+	fs.StringVar(&o.versionFile, "version-file", rpc.ImageVersionFile, "the image's version metadata")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -92,7 +92,7 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 		}
 		heartbeat = time.Duration(ms) * time.Millisecond
 	}
-	version, err := session.ReadVersion(o.versionFile)
+	version, err := rpc.ReadImageInfo(o.versionFile)
 	if err != nil {
 		return err
 	}

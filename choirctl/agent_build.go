@@ -16,11 +16,9 @@ import (
 func agentBuild(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "agent build", "agent build <agent-id> [--json]")
 	asJSON := fs.Bool("json", false, "print the result as JSON (progress still goes to stderr)")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
 	}
 	c := e.client()
 	defer c.Close()
@@ -28,7 +26,7 @@ func agentBuild(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		progressTo = e.stderr
 	}
-	res, err := c.BuildAgent(ctx, fs.Arg(0), func(line string) { fmt.Fprintln(progressTo, line) })
+	res, err := c.BuildAgent(ctx, arg, func(line string) { fmt.Fprintln(progressTo, line) })
 	if err != nil {
 		return err
 	}

@@ -28,13 +28,10 @@ import (
 func agentInit(ctx context.Context, e *env, args []string) error {
 	fset := newFlags(e, "agent init", "agent init <agent-id> [--repo DIR]")
 	repo := fset.String("repo", "", "create the per-agent repo as a bare git repository at DIR (new or empty)")
-	if err := parseFlags(fset, args); err != nil {
+	id, err := oneArg(fset, args, "agent id")
+	if err != nil {
 		return err
 	}
-	if fset.NArg() != 1 {
-		return usagef("want exactly one agent id")
-	}
-	id := fset.Arg(0)
 	data, err := os.ReadFile(e.home.ConfigPath())
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {

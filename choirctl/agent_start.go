@@ -25,18 +25,16 @@ func agentStart(ctx context.Context, e *env, args []string) error {
 	fs.StringVar(&req.Notion, "notion", "", "override the default Notion integration")
 	fs.StringVar(&req.Email, "email", "", "override the default email account")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
 	}
 	if req.DM == "" {
 		return usagef("--dm is required: name the DM (from config.json dms) the agent talks to")
 	}
 	c := e.client()
 	defer c.Close()
-	st, err := c.StartAgent(ctx, fs.Arg(0), req)
+	st, err := c.StartAgent(ctx, arg, req)
 	if err != nil {
 		return err
 	}
@@ -49,32 +47,28 @@ func agentStart(ctx context.Context, e *env, args []string) error {
 
 func agentStop(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "agent stop", "agent stop <agent-id>")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
 	}
 	c := e.client()
 	defer c.Close()
-	if err := c.StopAgent(ctx, fs.Arg(0)); err != nil {
+	if err := c.StopAgent(ctx, arg); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s stopped\n", fs.Arg(0))
+	fmt.Fprintf(e.stdout, "%s stopped\n", arg)
 	return nil
 }
 
 func agentRestart(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "agent restart", "agent restart <agent-id>")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
 	}
 	c := e.client()
 	defer c.Close()
-	st, err := c.RestartAgent(ctx, fs.Arg(0))
+	st, err := c.RestartAgent(ctx, arg)
 	if err != nil {
 		return err
 	}

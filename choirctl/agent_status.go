@@ -19,15 +19,13 @@ import (
 func agentStatus(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "agent status", "agent status <agent-id> [--json]")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
 	}
 	c := e.client()
 	defer c.Close()
-	st, err := c.Agent(ctx, fs.Arg(0))
+	st, err := c.Agent(ctx, arg)
 	if err != nil {
 		return err
 	}

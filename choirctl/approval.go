@@ -56,15 +56,13 @@ func approvalList(ctx context.Context, e *env, args []string) error {
 func approvalShow(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "approval show", "approval show <id> [--json]")
 	asJSON := fs.Bool("json", false, "print the approval as JSON")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "approval id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one approval id")
 	}
 	c := e.client()
 	defer c.Close()
-	a, err := c.Approval(ctx, fs.Arg(0))
+	a, err := c.Approval(ctx, arg)
 	if err != nil {
 		return err
 	}
@@ -90,15 +88,13 @@ func approvalDecide(ctx context.Context, e *env, args []string, approve bool) er
 		verb = "approve"
 	}
 	fs := newFlags(e, "approval "+verb, "approval "+verb+" <id>")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "approval id")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one approval id")
 	}
 	c := e.client()
 	defer c.Close()
-	a, err := c.Decide(ctx, fs.Arg(0), approve)
+	a, err := c.Decide(ctx, arg, approve)
 	if err != nil {
 		return err
 	}

@@ -30,13 +30,10 @@ func runChat(ctx context.Context, e *env, args []string) error {
 	once := fs.Bool("once", false, "send stdin as one message, print the reply, exit")
 	waitCores := fs.Bool("wait-cores", false, "with --once: also wait for the reports of the core jobs the turn starts")
 	timeout := fs.Duration("timeout", 10*time.Minute, "with --once: give up waiting after this long")
-	if err := parseFlags(fs, args); err != nil {
+	agentID, err := oneArg(fs, args, "agent id")
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one agent id")
-	}
-	agentID := fs.Arg(0)
 	c := e.client()
 	defer c.Close()
 	// Subscribe before sending, so no reply can slip past.

@@ -178,6 +178,17 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return fs.Parse(append([]string{"--"}, positional...))
 }
 
+// oneArg parses a command's flags and its one positional argument.
+func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
+	if err := parseFlags(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		return "", usagef("want exactly one %s", what)
+	}
+	return fs.Arg(0), nil
+}
+
 // subcommand dispatches a two-level command such as `secret set`.
 func subcommand(ctx context.Context, e *env, group string, args []string, subs map[string]func(context.Context, *env, []string) error) error {
 	names := make([]string, 0, len(subs))

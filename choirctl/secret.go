@@ -109,14 +109,11 @@ func secretSet(ctx context.Context, e *env, args []string) error {
 
 func secretDelete(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "secret delete", "secret delete <name>")
-	if err := parseFlags(fs, args); err != nil {
+	name, err := oneArg(fs, args, "secret name")
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one secret name")
-	}
-	name := fs.Arg(0)
-	err := config.EditSecrets(e.home, func(s config.Secrets) error {
+	err = config.EditSecrets(e.home, func(s config.Secrets) error {
 		if _, ok := s[name]; !ok {
 			return fmt.Errorf("no secret named %q (see choirctl secret list)", name)
 		}

@@ -45,15 +45,13 @@ func workspaceList(ctx context.Context, e *env, args []string) error {
 
 func workspaceReset(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "workspace reset", "workspace reset <name>")
-	if err := parseFlags(fs, args); err != nil {
+	arg, err := oneArg(fs, args, "workspace name")
+	if err != nil {
 		return err
-	}
-	if fs.NArg() != 1 {
-		return usagef("want exactly one workspace name")
 	}
 	c := e.client()
 	defer c.Close()
-	res, err := c.ResetWorkspace(ctx, fs.Arg(0))
+	res, err := c.ResetWorkspace(ctx, arg)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -27,29 +26,6 @@ import (
 type Identity struct {
 	AgentID   string
 	SessionID string
-}
-
-// Version is /choir/version.json (§15.1), baked into the image.
-type Version struct {
-	AgentID           string `json:"agent_id"`
-	ImageVersion      string `json:"image_version"`
-	GlobalRepoCommit  string `json:"global_repo_commit"`
-	AgentRepoCommit   string `json:"agent_repo_commit"`
-	ToolManifestHash  string `json:"tool_manifest_hash"`
-	SkillManifestHash string `json:"skill_manifest_hash"`
-}
-
-// ReadVersion reads version.json; a missing file is an error naming it.
-func ReadVersion(path string) (Version, error) {
-	var v Version
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return v, fmt.Errorf("read image version: %w", err)
-	}
-	if err := json.Unmarshal(data, &v); err != nil {
-		return v, fmt.Errorf("%s: %w", path, err)
-	}
-	return v, nil
 }
 
 // Secrets holds secret values in memory only; a refresh swaps the whole map.
@@ -76,7 +52,7 @@ func (s *Secrets) String() string { return "secrets(in memory)" }
 type Session struct {
 	cp       rpc.ControlPlane
 	id       Identity
-	version  Version
+	version  rpc.ImageInfo
 	log      *slog.Logger
 	interval time.Duration
 
@@ -118,7 +94,7 @@ type Hooks struct {
 const maxPatches = 256
 
 // New prepares a session; Run starts it.
-func New(cp rpc.ControlPlane, id Identity, v Version, heartbeat time.Duration, log *slog.Logger) *Session {
+func New(cp rpc.ControlPlane, id Identity, v rpc.ImageInfo, heartbeat time.Duration, log *slog.Logger) *Session {
 	return &Session{cp: cp, id: id, version: v, interval: heartbeat, log: log}
 }
 

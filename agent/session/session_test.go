@@ -123,7 +123,7 @@ func TestSessionLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(cp, Identity{AgentID: "agent-1", SessionID: "s-1"}, Version{ImageVersion: "abc1234", ToolManifestHash: "t", SkillManifestHash: "k"}, 5*time.Millisecond, log)
+	s := New(cp, Identity{AgentID: "agent-1", SessionID: "s-1"}, rpc.ImageInfo{ImageVersion: "abc1234", ToolManifestHash: "t", SkillManifestHash: "k"}, 5*time.Millisecond, log)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 
@@ -177,7 +177,7 @@ func TestSessionEndsWhenChoirdRevokesIt(t *testing.T) {
 	go hs.Serve(l)
 	defer hs.Close()
 	cp, _ := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
-	s := New(cp, Identity{AgentID: "a", SessionID: "s-1"}, Version{}, 5*time.Millisecond, log)
+	s := New(cp, Identity{AgentID: "a", SessionID: "s-1"}, rpc.ImageInfo{}, 5*time.Millisecond, log)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
 	cd.waitFor(t, "a heartbeat", func() bool { return cd.count(rpc.VerbHeartbeat) >= 1 })

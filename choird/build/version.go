@@ -2,28 +2,16 @@ package build
 
 import (
 	"bytes"
+	"choir/internal/rpc"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 )
 
-// Version is /choir/version.json (design §15.1). choird and choir-agent
-// compare image_version at INIT_HELLO.
-type Version struct {
-	AgentID           string `json:"agent_id"`
-	ImageVersion      string `json:"image_version"`
-	GlobalRepoCommit  string `json:"global_repo_commit"`
-	AgentRepoCommit   string `json:"agent_repo_commit"`
-	ToolManifestHash  string `json:"tool_manifest_hash"`
-	SkillManifestHash string `json:"skill_manifest_hash"`
-}
-
-// JSON is the file's content: indented, with a final newline.
-func (v Version) JSON() []byte {
-	b, _ := json.MarshalIndent(v, "", "  ")
-	return append(b, '\n')
-}
+// Version is /choir/version.json (design §15.1), whose type the agent
+// protocol owns: choird and choir-agent compare image_version at INIT_HELLO.
+type Version = rpc.ImageInfo
 
 // ImageVersionLen is the length of an image version, in hex digits.
 const ImageVersionLen = 12

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"sort"
 	"syscall"
 )
 
@@ -75,6 +74,36 @@ func AddAgent(data []byte, id string, repoURL string) ([]byte, error) {
 	if !NamePattern.MatchString(id) {
 		return nil, fmt.Errorf("agent id %q: want 1-48 characters of a-z, 0-9, '-' and '_', starting with a letter or digit", id)
 	}
+	return editTree(data, func(tree *node) error {
+		agents := tree.field("agents")
+		if agents == nil {
+			agents = &node{kind: 'o'}
+			tree.keys, tree.vals = append(tree.keys, "agents"), append(tree.vals, agents)
+		}
+		if agents.kind != 'o' {
+			return fmt.Errorf("%s: agents is not an object", ConfigFile)
+		}
+		if agents.field(id) != nil {
+			return fmt.Errorf("agent %q already exists in %s", id, ConfigFile)
+		}
+		str := func(s string) *node { return &node{kind: 's', str: s} }
+		entry := &node{kind: 'o',
+			keys: []string{"repo", "defaults"},
+			vals: []*node{
+				{kind: 'o', keys: []string{"url", "ref"}, vals: []*node{str(repoURL), str(DefaultRef)}},
+				{kind: 'o',
+					keys: []string{"workspace", "llm", "voice_profile", "git_identity", "notion", "email", "dm"},
+					vals: []*node{str(""), str(""), str(""), str(""), str(""), str(""), str("")}},
+			},
+		}
+		agents.keys, agents.vals = append(agents.keys, id), append(agents.vals, entry)
+		return nil
+	})
+}
+
+// editTree changes config.json's text through its parsed tree and writes it
+// back indented, keeping every key and its order.
+func editTree(data []byte, edit func(tree *node) error) ([]byte, error) {
 	tree, err := parseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
@@ -82,28 +111,9 @@ func AddAgent(data []byte, id string, repoURL string) ([]byte, error) {
 	if tree.kind != 'o' {
 		return nil, fmt.Errorf("%s: the top level is not an object", ConfigFile)
 	}
-	agents := tree.field("agents")
-	if agents == nil {
-		agents = &node{kind: 'o'}
-		tree.keys, tree.vals = append(tree.keys, "agents"), append(tree.vals, agents)
+	if err := edit(tree); err != nil {
+		return nil, err
 	}
-	if agents.kind != 'o' {
-		return nil, fmt.Errorf("%s: agents is not an object", ConfigFile)
-	}
-	if agents.field(id) != nil {
-		return nil, fmt.Errorf("agent %q already exists in %s", id, ConfigFile)
-	}
-	str := func(s string) *node { return &node{kind: 's', str: s} }
-	entry := &node{kind: 'o',
-		keys: []string{"repo", "defaults"},
-		vals: []*node{
-			{kind: 'o', keys: []string{"url", "ref"}, vals: []*node{str(repoURL), str(DefaultRef)}},
-			{kind: 'o',
-				keys: []string{"workspace", "llm", "voice_profile", "git_identity", "notion", "email", "dm"},
-				vals: []*node{str(""), str(""), str(""), str(""), str(""), str(""), str("")}},
-		},
-	}
-	agents.keys, agents.vals = append(agents.keys, id), append(agents.vals, entry)
 	var b bytes.Buffer
 	tree.write(&b, "")
 	b.WriteString("\n")
@@ -166,36 +176,26 @@ func Skeleton() []byte {
 
 // SortedNames is the names of a resource map, sorted.
 func SortedNames[M ~map[string]V, V any](m M) []string {
-	keys := sortedKeys(m)
-	sort.Strings(keys)
-	return keys
+	return sortedKeys(m)
 }
 
 // SetGlobalRepo sets global_repo.url in config.json's text, keeping every
 // other key and its order.
 func SetGlobalRepo(data []byte, url string) ([]byte, error) {
-	tree, err := parseTree(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
-	}
-	if tree.kind != 'o' {
-		return nil, fmt.Errorf("%s: the top level is not an object", ConfigFile)
-	}
-	repo := tree.field("global_repo")
-	if repo == nil {
-		repo = &node{kind: 'o'}
-		tree.keys, tree.vals = append(tree.keys, "global_repo"), append(tree.vals, repo)
-	}
-	if repo.kind != 'o' {
-		return nil, fmt.Errorf("%s: global_repo is not an object", ConfigFile)
-	}
-	if u := repo.field("url"); u != nil {
-		*u = node{kind: 's', str: url}
-	} else {
-		repo.keys, repo.vals = append(repo.keys, "url"), append(repo.vals, &node{kind: 's', str: url})
-	}
-	var b bytes.Buffer
-	tree.write(&b, "")
-	b.WriteString("\n")
-	return b.Bytes(), nil
+	return editTree(data, func(tree *node) error {
+		repo := tree.field("global_repo")
+		if repo == nil {
+			repo = &node{kind: 'o'}
+			tree.keys, tree.vals = append(tree.keys, "global_repo"), append(tree.vals, repo)
+		}
+		if repo.kind != 'o' {
+			return fmt.Errorf("%s: global_repo is not an object", ConfigFile)
+		}
+		if u := repo.field("url"); u != nil {
+			*u = node{kind: 's', str: url}
+		} else {
+			repo.keys, repo.vals = append(repo.keys, "url"), append(repo.vals, &node{kind: 's', str: url})
+		}
+		return nil
+	})
 }
