@@ -1,0 +1,226 @@
+// Package demomodel is the offline model `make demo` runs when no real
+// model is configured: a small deterministic responder that speaks the
+// OpenAI chat completions API well enough to show every path of an agent
+// (chat, tools, a core job) without a network or a key. It never presents
+// itself as a real model: every text it writes starts with "[demo model]".
+//
+// It reads the last message of each request:
+//   - a user message asking to list files calls choir.exec `ls -la`;
+//   - "read <path>" calls choir.fs.read;
+//   - "note <text>" (or "write a note …") appends to notes.md with
+//     choir.fs.write;
+//   - "core <task>" (or "background …") calls choir.core.spawn;
+//   - anything else gets a short reply saying what it can do;
+//   - after tool results it answers with a one-line account of them.
+//
+// A core job's request (one that offers a core finish tool) is answered by
+// finishing at once with a summary of its task; a compaction request (one
+// that offers a memory delta tool) by a small valid delta.
+package demomodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync/atomic"
+)
+
+// Prefix starts every text the demo model writes.
+const Prefix = "[demo model] "
+
+// Server answers chat completions.
+type Server struct{ calls atomic.Int64 }
+
+// ServeHTTP serves POST …/chat/completions and GET …/models.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions"):
+		s.chat(w, r)
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models"):
+		writeJSON(w, map[string]any{"object": "list", "data": []any{map[string]any{"id": "choir-demo", "object": "model", "owned_by": "choir"}}})
+	default:
+		w.WriteHeader(http.StatusNotFound)
+		writeJSON(w, map[string]any{"error": map[string]any{"message": "the demo model serves only /v1/chat/completions", "type": "invalid_request_error"}})
+	}
+}
+
+type message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+type request struct {
+	Model    string    `json:"model"`
+	Messages []message `json:"messages"`
+	Tools    []struct {
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	} `json:"tools"`
+}
+
+// call is a tool call the model makes: a wire name and its arguments.
+type call struct {
+	name string
+	args any
+}
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req request
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil || len(req.Messages) == 0 {
+		w.WriteHeader(http.StatusBadRequest)
+		writeJSON(w, map[string]any{"error": map[string]any{"message": "want a JSON chat request with messages", "type": "invalid_request_error"}})
+		return
+	}
+	offered := map[string]string{} // canonical-ish suffix → wire name
+	for _, t := range req.Tools {
+		offered[t.Function.Name] = t.Function.Name
+	}
+	text, calls := decide(req, offered)
+	s.calls.Add(1)
+	msg := map[string]any{"role": "assistant", "content": nil}
+	finish := "stop"
+	if len(calls) > 0 {
+		var tcs []any
+		for i, c := range calls {
+			args, _ := json.Marshal(c.args)
+			tcs = append(tcs, map[string]any{"id": fmt.Sprintf("call_%d_%d", s.calls.Load(), i), "type": "function",
+				"function": map[string]any{"name": c.name, "arguments": string(args)}})
+		}
+		msg["tool_calls"] = tcs
+		finish = "tool_calls"
+	} else {
+		msg["content"] = Prefix + text
+	}
+	writeJSON(w, map[string]any{
+		"id": fmt.Sprintf("demo-%d", s.calls.Load()), "object": "chat.completion", "model": req.Model,
+		"choices": []any{map[string]any{"index": 0, "message": msg, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+	})
+}
+
+var (
+	readRE = regexp.MustCompile(`(?i)\bread\s+(\S+)`)
+	noteRE = regexp.MustCompile(`(?i)\bnote:?\s+(.+)`)
+	coreRE = regexp.MustCompile(`(?i)\b(core|background)\b:?\s*(.*)`)
+)
+
+// decide picks the reply: text, or tool calls by their wire names.
+func decide(req request, offered map[string]string) (string, []call) {
+	last := req.Messages[len(req.Messages)-1]
+	if finish := find(offered, "core_finish"); finish != "" {
+		return "", []call{{finish, map[string]any{"result": map[string]any{"summary": "the demo model finished this job at once: " + firstLine(briefing(req))}}}}
+	}
+	if delta := find(offered, "memory_delta"); delta != "" {
+		return "", []call{{delta, map[string]any{"memory_delta": map[string]any{"mode": "append", "summary_update": "Earlier messages were compacted by the demo model."}}}}
+	}
+	if last.Role == "tool" {
+		return "done. " + toolAccount(req), nil
+	}
+	text := contentText(last.Content)
+	lower := strings.ToLower(text)
+	switch {
+	case strings.Contains(lower, "list") && strings.Contains(lower, "file"):
+		if exec := find(offered, "choir_exec"); exec != "" {
+			return "", []call{{exec, map[string]any{"command": "ls -la"}}}
+		}
+	case readRE.MatchString(text):
+		if read := find(offered, "choir_fs_read"); read != "" {
+			return "", []call{{read, map[string]any{"path": readRE.FindStringSubmatch(text)[1]}}}
+		}
+	case noteRE.MatchString(text):
+		if write := find(offered, "choir_fs_write"); write != "" {
+			return "", []call{{write, map[string]any{"path": "notes.md", "op": "append", "content": noteRE.FindStringSubmatch(text)[1] + "\n"}}}
+		}
+	case coreRE.MatchString(text):
+		if spawn := find(offered, "choir_core_spawn"); spawn != "" {
+			task := strings.TrimSpace(coreRE.FindStringSubmatch(text)[2])
+			if task == "" {
+				task = "look around the workspace"
+			}
+			return "", []call{{spawn, map[string]any{"job_name": "demo-job", "task_spec": task,
+				"context_bundle": map[string]any{"facts": []string{}, "excerpts": []string{}, "constraints": []string{}}}}}
+		}
+	}
+	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\" or start a \"core <task>\".", firstLine(text)), nil
+}
+
+// find returns the offered wire name ending in suffix.
+func find(offered map[string]string, suffix string) string {
+	for name := range offered {
+		if strings.HasSuffix(name, suffix) {
+			return name
+		}
+	}
+	return ""
+}
+
+// toolAccount summarises the results since the last assistant message.
+func toolAccount(req request) string {
+	var parts []string
+	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
+		var res struct {
+			Status  string `json:"status"`
+			Summary string `json:"summary"`
+			Stdout  string `json:"stdout"`
+			Content string `json:"content"`
+		}
+		body := contentText(req.Messages[i].Content)
+		if json.Unmarshal([]byte(body), &res) != nil {
+			parts = append(parts, firstLine(body))
+			continue
+		}
+		detail := res.Summary
+		if res.Stdout != "" {
+			detail += ":\n" + strings.TrimSpace(res.Stdout)
+		} else if res.Content != "" {
+			detail += ":\n" + strings.TrimSpace(res.Content)
+		}
+		parts = append(parts, detail)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// briefing is the core job's task: the last user message of its prompt.
+func briefing(req request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == "user" {
+			return contentText(req.Messages[i].Content)
+		}
+	}
+	return "its task"
+}
+
+func contentText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) == nil {
+		var b strings.Builder
+		for _, p := range parts {
+			b.WriteString(p.Text)
+		}
+		return b.String()
+	}
+	return string(raw)
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}

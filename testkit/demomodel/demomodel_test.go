@@ -1,0 +1,55 @@
+package demomodel
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"choir/internal/openai"
+)
+
+func TestDemoModel(t *testing.T) {
+	srv := httptest.NewServer(&Server{})
+	defer srv.Close()
+	c, err := openai.New(openai.Config{Endpoint: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []openai.Tool{
+		{Name: "choir_exec", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "choir_fs_read", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{Name: "choir_fs_write", Parameters: json.RawMessage(`{"type":"object"}`)},
+	}
+	ask := func(msgs ...openai.Message) *openai.ChatResponse {
+		t.Helper()
+		resp, err := c.Chat(context.Background(), openai.ChatRequest{Model: "demo", Messages: msgs, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	tests := []struct {
+		say, tool, arg string
+	}{
+		{"please list the files", "choir_exec", `"command":"ls -la"`},
+		{"read notes.md", "choir_fs_read", `"path":"notes.md"`},
+		{"note: buy milk", "choir_fs_write", `"content":"buy milk\n"`},
+	}
+	for _, tc := range tests {
+		resp := ask(openai.UserMessage(tc.say))
+		if len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != tc.tool || !strings.Contains(resp.ToolCalls[0].Arguments, tc.arg) {
+			t.Errorf("%q → %+v; want %s with %s", tc.say, resp.ToolCalls, tc.tool, tc.arg)
+		}
+	}
+	resp := ask(openai.UserMessage("hello there"))
+	if !strings.HasPrefix(resp.Content, Prefix) || !strings.Contains(resp.Content, "not a real model") {
+		t.Errorf("chat reply = %q; want it to say it is the demo model", resp.Content)
+	}
+	call := openai.ToolCall{ID: "c1", Name: "choir_exec", Arguments: `{"command":"ls -la"}`}
+	resp = ask(openai.UserMessage("list files"), openai.AssistantMessage("", call), openai.ToolMessage("c1", `{"status":"success","summary":"exit 0","stdout":"notes.md\n"}`))
+	if !strings.HasPrefix(resp.Content, Prefix) || !strings.Contains(resp.Content, "notes.md") {
+		t.Errorf("reply after a tool result = %q; want an account naming notes.md", resp.Content)
+	}
+}
