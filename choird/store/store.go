@@ -63,7 +63,6 @@ var (
 // schemas in its namespace. It is safe for concurrent use.
 type Store struct {
 	pool    *pgxpool.Pool
-	where   string // host:port, for messages
 	ns      string
 	control string // quoted control schema name
 }
@@ -95,7 +94,6 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	return &Store{
 		pool:    pool,
-		where:   where,
 		ns:      ns,
 		control: pgx.Identifier{ns + "_control"}.Sanitize(),
 	}, nil

@@ -1,6 +1,7 @@
 #!/bin/sh
 # pglite.sh start|stop DIR: run one PGlite server (Postgres 17 + pgvector, in
-# WebAssembly under node) for a whole test run, as make test does:
+# WebAssembly under node; server.mjs says more) for a whole test run, as make
+# test does:
 #
 #   env=$(testkit/pgtest/pglite.sh start .cache/pglite) && export "$env"
 #   CHOIR_TEST_STRICT=1 go test ./...
@@ -22,14 +23,14 @@ usage() { echo "usage: $0 start|stop DIR" >&2; exit 2; }
 cmd=$1
 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
-server=node_modules/@electric-sql/pglite-socket/dist/scripts/server.js
+installed=node_modules/@electric-sql/pglite-socket/package.json
 
 # is the server whose pid DIR holds still running? (and not a reused pid)
 running() {
 	[ -f "$dir/pid" ] || return 1
 	pid=$(cat "$dir/pid")
 	kill -0 "$pid" 2>/dev/null || return 1
-	[ ! -r "/proc/$pid/cmdline" ] || grep -q pglite-socket "/proc/$pid/cmdline"
+	[ ! -r "/proc/$pid/cmdline" ] || grep -q server.mjs "/proc/$pid/cmdline"
 }
 
 # answers DIR's port with a Postgres startup? (expects an 'R' message back)
@@ -82,7 +83,7 @@ start)
 	fi
 	stop
 	command -v node >/dev/null || { echo "pglite.sh: node is not on PATH: install Node.js 20+" >&2; exit 1; }
-	if [ ! -f "$here/$server" ]; then
+	if [ ! -f "$here/$installed" ]; then
 		echo "pglite.sh: installing PGlite (npm ci --prefix $here)" >&2
 		npm ci --prefix "$here" --no-audit --no-fund >&2
 	fi
@@ -91,8 +92,7 @@ start)
 		db=$dir/data
 	fi
 	rm -f "$dir/log"
-	(cd "$here" && exec node "$server" --host=127.0.0.1 --port=0 --extensions=vector \
-		--max-connections=1 "--db=$db") >"$dir/log" 2>&1 </dev/null &
+	(cd "$here" && exec node server.mjs --host=127.0.0.1 --port=0 "--db=$db") >"$dir/log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 	deadline=$(($(date +%s) + ${PGLITE_START_TIMEOUT:-120}))
 	port=

@@ -9,8 +9,8 @@
 //     pgvector, or the PGlite server `make test` starts for the whole run
 //     with pglite.sh (see there).
 //  2. Otherwise a private PGlite (Postgres 17.5 compiled to WebAssembly, with
-//     pgvector 0.8.0) run by node from the npm packages pinned in
-//     package.json beside this file, in memory, on a free loopback port. It
+//     pgvector 0.8.0): node runs server.mjs beside this file with the npm
+//     packages package.json pins, in memory, on a free loopback port. It
 //     starts in 1.5-5 s, takes ~400 MB, and is stopped by Main (and killed
 //     by Linux if the test binary dies).
 //  3. Otherwise the test is Unavailable (testkit): skipped under go test,
@@ -40,21 +40,26 @@
 //
 // # One connection at a time
 //
-// PGlite (run with -m 1, as it must be: with more, the connections share one
-// backend session) serves one connection at a time, refuses a second one
-// instead of queueing it, and keeps its single session from one connection
-// to the next. The DSN that DB returns therefore points at a relay inside
-// the test binary (see relay.go) that waits for the server's free slot
-// before connecting (for up to RelayWait) and resets the session (DISCARD
-// ALL) when a client leaves. It also carries pool_max_conns=1, which the
-// store's pool obeys unless told otherwise. So:
+// PGlite has one backend session. Its socket server serves one connection
+// at a time (allowing more would let them interleave in that one session),
+// refuses a second one instead of queueing it, and keeps the session, with
+// its prepared statements and SET ROLE, from one connection to the next.
+// The DSN that DB returns therefore points at a relay inside the test binary
+// (see relay.go) that waits for the server's free slot before connecting
+// (for up to RelayWait) and resets the session (DISCARD ALL) when a client
+// leaves. It also carries pool_max_conns=1, which the store's pool obeys
+// unless told otherwise. So:
 //
 //   - use a pool of one (the DSN's default) and close it before the test
 //     ends (t.Cleanup);
 //   - never hold a connection while opening another: that waits RelayWait
 //     and then fails with a message saying so;
 //   - tests may call t.Parallel, and test binaries run in parallel against
-//     the one server of make test, but their connections take turns.
+//     the one server of make test, but their connections take turns; a test
+//     that keeps a connection for long makes the others wait.
+//
+// The relay speaks to the server without TLS, whatever sslmode the URL in
+// CHOIR_TEST_DATABASE_URL names.
 package pgtest
 
 import (
@@ -104,7 +109,10 @@ var (
 func DB(t testing.TB) Database {
 	t.Helper()
 	if err := setup(); err != nil {
-		testkit.Unavailable(t, "pgtest: no Postgres with pgvector: %v; or set %s to a postgres:// URL of one", err, EnvURL)
+		if os.Getenv(EnvURL) != "" {
+			testkit.Unavailable(t, "pgtest: no Postgres with pgvector: %v", err)
+		}
+		testkit.Unavailable(t, "pgtest: no Postgres with pgvector: %v; or set %s to the URL of one", err, EnvURL)
 	}
 	return Database{DSN: dsn, Namespace: newNamespace(), Backend: backend}
 }

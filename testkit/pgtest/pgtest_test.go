@@ -244,3 +244,47 @@ func TestListeningPort(t *testing.T) {
 		}
 	}
 }
+
+// A connection that dies with a reset (as when a test binary crashes with
+// unread data) must not keep the server's only slot: pglite-socket's own
+// server does, server.mjs does not.
+func TestResetConnectionFreesSlot(t *testing.T) {
+	DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), RelayWait)
+	defer cancel()
+	// Straight to the server, waiting for its slot as the relay would.
+	var conn *net.TCPConn
+	var r *bufio.Reader
+	for conn == nil {
+		c, err := net.Dial("tcp", rel.upstream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.SetDeadline(time.Now().Add(time.Minute))
+		c.Write(startupMessage("user", "postgres", "database", "postgres"))
+		r = bufio.NewReader(c)
+		if typ, _, err := readMessage(r); err == nil && typ == 'R' {
+			conn = c.(*net.TCPConn)
+			break
+		}
+		c.Close()
+		select {
+		case <-ctx.Done():
+			t.Fatal("the server's slot stayed taken")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	conn.SetLinger(0)
+	conn.Close() // RST
+
+	short, err := newRelay(rel.upstream, 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer short.close()
+	c := dialT(t, short.addr())
+	defer c.close()
+	if got := value(t, c, "SELECT 1"); got != "1" {
+		t.Errorf("SELECT 1 = %q", got)
+	}
+}

@@ -1,7 +1,7 @@
 package pgtest
 
-// The relay sits between the tests and the server. PGlite's socket server
-// (run with -m 1) has three habits that a real Postgres does not:
+// The relay sits between the tests and the server. PGlite's socket server,
+// serving one connection at a time, has three habits a real Postgres has not:
 //
 //   - it refuses a second connection outright ("Too many connections", or a
 //     reset) instead of queueing it, and it notices a closed connection a few
@@ -48,7 +48,7 @@ type relay struct {
 	closing chan struct{}
 	wg      sync.WaitGroup
 	mu      sync.Mutex
-	conns   map[net.Conn]struct{}
+	conns   map[net.Conn]bool // open connections: true for clients, false for the server side
 }
 
 // newRelay listens on a free loopback port and relays to upstream.
@@ -62,7 +62,7 @@ func newRelay(upstream string, wait time.Duration) (*relay, error) {
 		upstream: upstream,
 		wait:     wait,
 		closing:  make(chan struct{}),
-		conns:    map[net.Conn]struct{}{},
+		conns:    map[net.Conn]bool{},
 	}
 	r.wg.Add(1)
 	go r.accept()
@@ -72,8 +72,10 @@ func newRelay(upstream string, wait time.Duration) (*relay, error) {
 // addr is the host:port tests connect to.
 func (r *relay) addr() string { return r.ln.Addr().String() }
 
-// close stops accepting, cuts every relayed connection and waits for the
-// relay's goroutines.
+// close stops accepting and ends every relayed connection the way a
+// departing client would, so that each server session is reset and closed
+// cleanly: a connection PGlite sees fail (a reset, a broken pipe) keeps its
+// only slot taken for good. Connections still open after a while are cut.
 func (r *relay) close() {
 	select {
 	case <-r.closing:
@@ -83,14 +85,33 @@ func (r *relay) close() {
 	close(r.closing)
 	r.ln.Close()
 	r.mu.Lock()
+	for c, client := range r.conns {
+		if client {
+			c.Close()
+		}
+	}
+	r.mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(time.Minute):
+	}
+	r.mu.Lock()
 	for c := range r.conns {
 		c.Close()
 	}
 	r.mu.Unlock()
-	r.wg.Wait()
+	<-done
 }
 
-func (r *relay) track(c net.Conn) bool {
+// track records an open connection (client or upstream) unless the relay
+// is closing.
+func (r *relay) track(c net.Conn, client bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	select {
@@ -98,7 +119,7 @@ func (r *relay) track(c net.Conn) bool {
 		return false
 	default:
 	}
-	r.conns[c] = struct{}{}
+	r.conns[c] = client
 	return true
 }
 
@@ -116,7 +137,7 @@ func (r *relay) accept() {
 		if err != nil {
 			return
 		}
-		if !r.track(c) {
+		if !r.track(c, true) {
 			c.Close()
 			return
 		}
@@ -220,7 +241,6 @@ func (r *relay) serve(cl net.Conn) {
 	select {
 	case <-resetDone:
 	case <-timer.C:
-	case <-r.closing:
 	}
 }
 
@@ -260,7 +280,7 @@ func (r *relay) dialUpstream(startup []byte) (net.Conn, *bufio.Reader, []byte, e
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("pgtest relay: nothing listens at %s: %v", r.upstream, err)
 		}
-		if !r.track(up) {
+		if !r.track(up, false) {
 			up.Close()
 			return nil, nil, nil, errors.New("pgtest relay: shutting down")
 		}

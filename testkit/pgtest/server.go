@@ -15,9 +15,12 @@ import (
 	"time"
 )
 
-// serverScript is PGlite's socket server inside the npm packages that
-// package.json beside this file pins.
-const serverScript = "node_modules/@electric-sql/pglite-socket/dist/scripts/server.js"
+// serverScript serves PGlite over TCP (see its comment); installed is a
+// file of the npm packages it needs, which package.json pins.
+const (
+	serverScript = "server.mjs"
+	installed    = "node_modules/@electric-sql/pglite-socket/package.json"
+)
 
 // startTimeout bounds PGlite's start (1.5-5 s on two busy cores).
 const startTimeout = 2 * time.Minute
@@ -66,7 +69,7 @@ func startServer() (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := os.Stat(filepath.Join(dir, serverScript)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, installed)); err != nil {
 		return nil, errNotInstalled
 	}
 	logf, err := os.CreateTemp("", "pgtest-pglite-*.log")
@@ -79,8 +82,7 @@ func startServer() (*server, error) {
 		logf.Close()
 		return nil, err
 	}
-	cmd := exec.Command(node, serverScript,
-		"--host=127.0.0.1", "--port=0", "--extensions=vector", "--max-connections=1", "--db=memory://")
+	cmd := exec.Command(node, serverScript, "--host=127.0.0.1", "--port=0", "--db=memory://")
 	cmd.Dir = dir
 	cmd.Stdout = pw
 	cmd.Stderr = logf
@@ -151,8 +153,9 @@ func startServer() (*server, error) {
 	case <-s.done:
 		return nil, fmt.Errorf("PGlite exited during start: %s", s.logTail())
 	case <-timer.C:
+		err := fmt.Errorf("PGlite did not listen within %v: %s", startTimeout, s.logTail())
 		s.stop()
-		return nil, fmt.Errorf("PGlite did not listen within %v: %s", startTimeout, s.logTail())
+		return nil, err
 	}
 }
 
