@@ -109,3 +109,7 @@ func printJSON(e *env, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+func printJSONLine(e *env, v any) error {
+	return json.NewEncoder(e.stdout).Encode(v)
+}

@@ -25,7 +25,10 @@ func agentConfig(t *testing.T, home, workspace string) {
 	json.Unmarshal(data, &cfg)
 	cfg["global_repo"] = map[string]any{"url": "/nonexistent/global.git"}
 	cfg["workspaces"] = map[string]any{"main": map[string]any{"path": workspace}}
-	cfg["models"] = map[string]any{"m": map[string]any{"provider": "test", "model": "x", "endpoint": "http://127.0.0.1:9/v1", "secret": "llm-key"}}
+	cfg["models"] = map[string]any{
+		"m":  map[string]any{"provider": "test", "model": "x", "endpoint": "http://127.0.0.1:9/v1", "secret": "llm-key"},
+		"m2": map[string]any{"provider": "test", "model": "y", "endpoint": "http://127.0.0.1:9/v1", "secret": "llm-key"},
+	}
 	cfg["git_identities"] = map[string]any{"dev": map[string]any{"name": "Dev", "email": "dev@choir.local", "secret": "git-token"}}
 	cfg["gateways"] = map[string]any{"bot": map[string]any{"type": "telegram", "secret": "tg", "api_base": fakeTelegram(t)}}
 	cfg["dms"] = map[string]any{"dm1": map[string]any{"gateway": "bot", "user_id": "1"}}
@@ -95,6 +98,9 @@ func TestAgentsThroughChoirctl(t *testing.T) {
 		t.Fatalf("secret apply = %d %q %q", code, out, stderr)
 	}
 	waitFor(t, "the agent to fetch its secrets again", func() bool { return received() >= 2 })
+	// Sessions, models and voices.
+	sessionsAndModels(t, home, received)
+
 	// A secret the config needs cannot be removed by apply.
 	ctlRun(t, home, "", "secret", "delete", "git-token")
 	if _, stderr, code := ctlRun(t, home, "", "secret", "apply"); code != 1 || !strings.Contains(stderr, "nothing applied") {
@@ -188,5 +194,46 @@ func approvalRoundTrip(t *testing.T, home string, dc *docker.Client) {
 	}
 	if _, stderr, code := ctlRun(t, home, "", "approval", "reject", resp.ApprovalID); code != 1 || !strings.Contains(stderr, "choirctl") {
 		t.Errorf("second decision = %d %q; want refused, naming who decided", code, stderr)
+	}
+}
+
+func sessionsAndModels(t *testing.T, home string, received func() int) {
+	t.Helper()
+	out, _, code := ctlRun(t, home, "", "session", "list", "agent-1")
+	if code != 0 || !strings.Contains(out, "active") {
+		t.Fatalf("session list = %d %q", code, out)
+	}
+	sessionID := strings.Fields(strings.Split(out, "\n")[1])[0]
+	if out, stderr, code := ctlRun(t, home, "", "session", "events", sessionID); code != 0 {
+		t.Errorf("session events = %d %q %q", code, out, stderr)
+	}
+	if out, _, code := ctlRun(t, home, "", "session", "cores", sessionID); code != 0 || !strings.Contains(out, "no core jobs") {
+		t.Errorf("session cores = %d %q", code, out)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "session", "compact", sessionID); code != 0 {
+		t.Errorf("session compact = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "session", "cancel", "no-such-session", "job"); code != 1 || !strings.Contains(stderr, "no running session") {
+		t.Errorf("cancel on an unknown session = %d %q", code, stderr)
+	}
+	if out, _, _ := ctlRun(t, home, "", "model", "list"); !strings.Contains(out, "m2") {
+		t.Errorf("model list = %q", out)
+	}
+	if out, _, _ := ctlRun(t, home, "", "model", "get", "agent-1"); strings.TrimSpace(out) != "m" {
+		t.Errorf("model get = %q; want m", out)
+	}
+	before := received()
+	if out, stderr, code := ctlRun(t, home, "", "model", "set", "agent-1", "--llm=m2"); code != 0 || !strings.Contains(out, "now uses model m2") {
+		t.Errorf("model set = %d %q %q", code, out, stderr)
+	}
+	waitFor(t, "the agent to refetch after model set", func() bool { return received() > before })
+	if out, _, _ := ctlRun(t, home, "", "model", "get", "agent-1"); strings.TrimSpace(out) != "m2" {
+		t.Errorf("model get after set = %q; want m2", out)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "model", "set", "agent-1", "--llm=gpt-9"); code != 1 || !strings.Contains(stderr, `no model named "gpt-9"`) {
+		t.Errorf("model set to an unknown model = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "voice", "set", "agent-1", "nobody"); code != 1 || !strings.Contains(stderr, `no voice profile named "nobody"`) {
+		t.Errorf("voice set to an unknown voice = %d %q", code, stderr)
 	}
 }

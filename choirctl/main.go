@@ -39,6 +39,9 @@ Commands:
   agent status <agent-id>       state, session, bindings, lanes, heartbeat
   agent list                    every configured agent and its state
   chat <agent-id> [--once]      talk to a running agent from the terminal
+  session list|events|cores|cancel|compact   sessions, their logs and core jobs
+  model list|get|set            models (set: until the agent restarts)
+  voice list|get|set            voice profiles
   approval list|show|approve|reject   the proposals waiting for a human
   workspace list                workspaces, paths and lease holders
   workspace reset <name>        empty a workspace (stops its holder first)
@@ -73,6 +76,9 @@ var commands = map[string]command{
 	"workspace": {runWorkspace, "workspace list|reset"},
 	"chat":      {runChat, "console DM"},
 	"approval":  {runApproval, "approval list|show|approve|reject"},
+	"session":   {runSession, "session list|events|cores|cancel|compact"},
+	"model":     {runModel, "model list|get|set"},
+	"voice":     {runVoice, "voice list|get|set"},
 }
 
 // usageError is a mistake in the command line (exit status 2).

@@ -34,9 +34,61 @@ var _ gateway.Control = gatewayControl{}
 // SecretNames lists secret names, never values.
 func (g gatewayControl) SecretNames() []string { return g.plane.Config().Secrets.Names() }
 
-// Command runs the gateway commands that are not plain lifecycle calls.
+// Command runs the gateway commands that are not plain lifecycle calls,
+// through the same control-plane methods as the admin API.
 func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string, error) {
 	switch c.Name {
+	case "cores":
+		cores, err := g.Cores(c.Agent)
+		if err != nil {
+			return "", err
+		}
+		if len(cores) == 0 {
+			return c.Agent + " has no core jobs running.", nil
+		}
+		var b strings.Builder
+		for _, st := range cores {
+			fmt.Fprintf(&b, "%s: %s (step %d)\n", strings.TrimPrefix(st.Lane, "core:"), st.State, st.Step)
+		}
+		return b.String(), nil
+	case "cancel":
+		if len(c.Args) != 1 {
+			return "", errors.New("name the core job: /cancel <name>")
+		}
+		if err := g.CancelCore(c.Agent, c.Args[0]); err != nil {
+			return "", err
+		}
+		return "Cancelling " + c.Args[0] + ".", nil
+	case "compact":
+		if err := g.Compact(c.Agent); err != nil {
+			return "", err
+		}
+		return "Compacting working memory.", nil
+	case "model", "voice":
+		if len(c.Args) == 0 {
+			llm, voice, err := g.Model(c.Agent)
+			if err != nil {
+				return "", err
+			}
+			if c.Name == "voice" {
+				return fmt.Sprintf("%s speaks with voice %q.", c.Agent, voice), nil
+			}
+			return fmt.Sprintf("%s uses model %q.", c.Agent, llm), nil
+		}
+		choice := ctl.ModelChoice{}
+		switch {
+		case c.Name == "voice" && len(c.Args) == 1:
+			choice.VoiceProfile = c.Args[0]
+		case c.Name == "model" && len(c.Args) == 2 && c.Args[0] == "llm":
+			choice.LLM = c.Args[1]
+		default:
+			return "", errors.New("usage: /model, /model llm <name>, /voice, /voice <name>")
+		}
+		got, err := g.plane.SetModel(c.Agent, choice)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s now uses model %q and voice %q until it restarts.", c.Agent, got.LLM, got.VoiceProfile), nil
 	case "agent-build":
 		if c.Agent == "" {
 			return "", errors.New("name the agent: /agent build <agent-id>")

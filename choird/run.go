@@ -70,6 +70,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
+	plane.SetSessions(sessionLog{st}, agentsMgr)
 	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, log)
 	if err != nil {
 		return fmt.Errorf("cannot start the gateway: %w", err)

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"time"
 
+	"choir/choird/control"
 	"choir/choird/lifecycle"
 	"choir/choird/store"
+	"choir/internal/ctl"
 	"choir/internal/rpc"
 )
 
@@ -60,4 +62,34 @@ func (a sessionStore) AppendEvents(ctx context.Context, sessionID string, events
 	}
 	_, err := a.s.AppendEvents(ctx, sessionID, evs)
 	return err
+}
+
+// sessionLog presents the store's sessions and events to the control plane.
+type sessionLog struct{ s *store.Store }
+
+var _ control.SessionLog = sessionLog{}
+
+func (a sessionLog) Sessions(ctx context.Context, agentID string) ([]ctl.SessionInfo, error) {
+	ss, err := a.s.Sessions(ctx, agentID, 50)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ctl.SessionInfo, len(ss))
+	for i, s := range ss {
+		out[i] = ctl.SessionInfo{SessionID: s.SessionID, AgentID: s.AgentID, Status: string(s.Status), StartedAt: s.StartedAt,
+			EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings}
+	}
+	return out, nil
+}
+
+func (a sessionLog) Events(ctx context.Context, sessionID string, after int64) ([]ctl.SessionEvent, error) {
+	evs, err := a.s.EventsAfter(ctx, sessionID, after)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ctl.SessionEvent, len(evs))
+	for i, e := range evs {
+		out[i] = ctl.SessionEvent{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.CreatedAt}
+	}
+	return out, nil
 }

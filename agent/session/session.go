@@ -322,6 +322,10 @@ func (s *Session) onPush(ctx context.Context, ev rpc.PushEvent, shutdown func(st
 			s.log.Warn("secret refresh failed", "error", err.Error())
 		}
 	case rpc.EventConfigChanged, rpc.EventGap:
+		// A new config may bind a new model, whose key comes with it.
+		if err := s.fetchSecrets(ctx); err != nil {
+			s.log.Warn("secret refresh failed", "error", err.Error())
+		}
 		if err := s.syncConfig(ctx); err != nil {
 			s.log.Warn("config sync failed", "error", err.Error())
 		}

@@ -36,6 +36,8 @@ type Plane struct {
 	messages      Messenger
 	builder       Builder
 	approvals     Approvals
+	sessionLog    SessionLog
+	running       Sessions
 	gateways      func() []ctl.GatewayStatus
 
 	// Console receives what agents send to their DMs, for choirctl chat.

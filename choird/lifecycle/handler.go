@@ -56,7 +56,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 		close(r.ready)
 		m.logf(r, "agent said hello", "image_version", req.ImageVersion)
 	}
-	return rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.Bindings, ConfigVersion: version}, nil
+	return rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version}, nil
 }
 
 // HandleSecrets grants the secrets of the session's bound resources only; a
@@ -67,7 +67,7 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 		return rpc.SecretResp{}, err
 	}
 	l, _ := m.Config()
-	b := r.Bindings
+	b := r.bindings()
 	bound := l.Config.BoundSecrets(b.LLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
 	names := req.Resources
 	if len(names) == 0 {
@@ -158,7 +158,7 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 	if req.CurrentConfigVersion >= version {
 		return rpc.ConfigResp{ConfigVersion: version}, nil
 	}
-	blob, err := json.Marshal(l.Config.DynamicFor(version, r.Bindings.LLM, r.Bindings.VoiceProfile))
+	blob, err := json.Marshal(l.Config.DynamicFor(version, r.bindings().LLM, r.bindings().VoiceProfile))
 	if err != nil {
 		return rpc.ConfigResp{}, err
 	}

@@ -97,8 +97,9 @@ type Run struct {
 	StartedAt                                            time.Time
 
 	token    string
-	ready    chan struct{} // closed at INIT_HELLO
-	exited   chan struct{} // closed when the container has exited
+	started  rpc.ResourceBindings // as resolved at start; Bindings may change (model set)
+	ready    chan struct{}        // closed at INIT_HELLO
+	exited   chan struct{}        // closed when the container has exited
 	exitCode int64
 
 	mu            sync.Mutex
@@ -107,7 +108,6 @@ type Run struct {
 	configVersion int64
 	lanes         map[string]rpc.StatusReq
 	terminating   string // TERMINATE_SELF's reason
-	overrides     lease.Overrides
 }
 
 // Manager starts, watches and stops agents.
@@ -184,9 +184,9 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	if r == nil {
 		return ctl.AgentStatus{AgentID: agentID, State: "stopped"}, nil
 	}
+	b := r.bindings()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.Bindings
 	lanes := map[string]rpc.StatusReq{}
 	for k, v := range r.lanes {
 		lanes[k] = v
@@ -240,4 +240,11 @@ func (m *Manager) Broadcast(typ string, data any) int {
 		}
 	}
 	return n
+}
+
+// bindings returns the session's bindings; model set may change them.
+func (r *Run) bindings() rpc.ResourceBindings {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.Bindings
 }

@@ -20,7 +20,7 @@ func (m *Manager) AgentForDM(dm string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for id, r := range m.runs {
-		if r.Bindings.DM == dm {
+		if r.bindings().DM == dm {
 			return id, true
 		}
 	}
@@ -71,7 +71,7 @@ func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.
 		if m.Outbox == nil {
 			return toolError(req.CallID, "unavailable", "no DM delivery in this choird"), nil
 		}
-		if err := m.Outbox.Deliver(ctx, r.AgentID, r.Bindings.DM, msg); err != nil {
+		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, msg); err != nil {
 			return toolError(req.CallID, "delivery_failed", err.Error()), nil
 		}
 		return rpc.HostToolResp{CallID: req.CallID, Status: rpc.ToolSuccess, Output: json.RawMessage(`{"status":"success","summary":"delivered"}`)}, nil
@@ -91,9 +91,10 @@ func (m *Manager) WorkspacePath(agentID string) (string, error) {
 		return "", fmt.Errorf("%s: %w", agentID, ErrNotRunning)
 	}
 	l, _ := m.Config()
-	ws, ok := l.Config.Workspaces[r.Bindings.Workspace]
+	name := r.bindings().Workspace
+	ws, ok := l.Config.Workspaces[name]
 	if !ok {
-		return "", fmt.Errorf("%s: workspace %q is no longer configured", agentID, r.Bindings.Workspace)
+		return "", fmt.Errorf("%s: workspace %q is no longer configured", agentID, name)
 	}
 	return ws.Path, nil
 }

@@ -38,7 +38,9 @@ func (m *Manager) Restart(ctx context.Context, agentID string) (ctl.AgentStatus,
 	if r == nil {
 		return ctl.AgentStatus{}, fmt.Errorf("%s: %w", agentID, ErrNotRunning)
 	}
-	b := r.Bindings
+	// The bindings the session started with: a model or voice set since is
+	// transient and does not survive a restart (§17.1).
+	b := r.started
 	o := lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM}
 	m.stop(ctx, r)
 	return m.start(ctx, agentID, o, r.Image)
@@ -69,9 +71,9 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 	}
 	r := &Run{
 		AgentID: agentID, SessionID: rpc.NewRequestID(), Image: image, ImageVersion: imageVersion,
-		Bindings: b, Resources: resources, StartedAt: m.now(), token: rpc.NewToken(),
+		Bindings: b, started: b, Resources: resources, StartedAt: m.now(), token: rpc.NewToken(),
 		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
-		configVersion: version, lanes: map[string]rpc.StatusReq{}, overrides: o,
+		configVersion: version, lanes: map[string]rpc.StatusReq{},
 	}
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Leases: resources, Image: image}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {

@@ -281,3 +281,17 @@ func (s *Store) LastSession(ctx context.Context, agentID string) (Session, error
 	}
 	return out, nil
 }
+
+// Sessions lists an agent's sessions ("" for every agent), newest first, at
+// most limit of them.
+func (s *Store) Sessions(ctx context.Context, agentID string, limit int) ([]Session, error) {
+	if limit <= 0 {
+		limit = 50
+	}
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+sessionColumns+` FROM choir_control.sessions
+		WHERE $1 = '' OR agent_id = $1 ORDER BY started_at DESC, session_id DESC LIMIT $2`), agentID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	return collectSessions(rows)
+}

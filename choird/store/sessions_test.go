@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -148,4 +149,38 @@ func TestLeases(t *testing.T) {
 	if !slices.Equal(ids, []string{"b3"}) {
 		t.Errorf("active sessions = %q; want [b3]", ids)
 	}
+}
+
+func TestSessionsListNewestFirst(t *testing.T) {
+	st := newStore(t, Config{}, "a1", "a2")
+	ctx := ctxT(t)
+	base := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for i, agent := range []string{"a1", "a2", "a1"} {
+		id := fmt.Sprintf("s%d", i)
+		if _, err := st.CreateSession(ctx, NewSession{SessionID: id, AgentID: agent, LeaseID: id, StartedAt: base.Add(time.Duration(i) * time.Minute)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.EndSession(ctx, id, SessionStopped, base.Add(time.Duration(i)*time.Minute+time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all, err := st.Sessions(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 3 || all[0].SessionID != "s2" || all[2].SessionID != "s0" {
+		t.Errorf("Sessions(all) = %v; want s2, s1, s0", ids(all))
+	}
+	a1, _ := st.Sessions(ctx, "a1", 1)
+	if len(a1) != 1 || a1[0].SessionID != "s2" {
+		t.Errorf("Sessions(a1, 1) = %v; want [s2]", ids(a1))
+	}
+}
+
+func ids(ss []Session) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.SessionID)
+	}
+	return out
 }

@@ -118,3 +118,52 @@ type GatewayStatus struct {
 	Unauthorized     bool      `json:"unauthorized,omitempty"`
 	WatchdogRestarts int       `json:"watchdog_restarts"`
 }
+
+// SessionInfo is one session as `choirctl session list` shows it.
+type SessionInfo struct {
+	SessionID     string          `json:"session_id"`
+	AgentID       string          `json:"agent_id"`
+	Status        string          `json:"status"`
+	StartedAt     time.Time       `json:"started_at"`
+	EndedAt       time.Time       `json:"ended_at,omitzero"`
+	LastHeartbeat time.Time       `json:"last_heartbeat,omitzero"`
+	Image         string          `json:"image,omitempty"`
+	Bindings      json.RawMessage `json:"bindings,omitempty"`
+}
+
+// SessionEvent is one replicated event of a session's log.
+type SessionEvent struct {
+	Rev     int64           `json:"rev"`
+	Type    string          `json:"type"`
+	Lane    string          `json:"lane,omitempty"`
+	Hash    string          `json:"hash"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+	Time    time.Time       `json:"time"`
+}
+
+// ModelChoice is the model and voice an agent uses now, or the change to
+// make (empty fields unchanged).
+type ModelChoice struct {
+	LLM          string `json:"llm,omitempty"`
+	VoiceProfile string `json:"voice_profile,omitempty"`
+}
+
+// ModelCatalog lists the named models, TTS providers and voice profiles.
+type ModelCatalog struct {
+	Models        []NamedModel `json:"models"`
+	TTS           []NamedModel `json:"tts"`
+	VoiceProfiles []NamedModel `json:"voice_profiles"`
+}
+
+// NamedModel is one entry of the catalog.
+type NamedModel struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider,omitempty"`
+	Model    string `json:"model,omitempty"`
+	Endpoint string `json:"endpoint,omitempty"`
+}
+
+// CancelRequest names the core job to cancel.
+type CancelRequest struct {
+	JobName string `json:"job_name"`
+}

@@ -301,3 +301,62 @@ func (c *Client) Decide(ctx context.Context, id string, approve bool) (*Approval
 	}
 	return &out, nil
 }
+
+// Sessions lists sessions, newest first; agentID "" means every agent.
+func (c *Client) Sessions(ctx context.Context, agentID string) ([]SessionInfo, error) {
+	var out []SessionInfo
+	path := "/v1/sessions"
+	if agentID != "" {
+		path += "?agent=" + url.QueryEscape(agentID)
+	}
+	return out, c.getJSON(ctx, path, &out)
+}
+
+// SessionEvents returns a session's replicated events after rev.
+func (c *Client) SessionEvents(ctx context.Context, sessionID string, after int64) ([]SessionEvent, error) {
+	var out []SessionEvent
+	return out, c.getJSON(ctx, fmt.Sprintf("/v1/sessions/%s/events?after=%d", url.PathEscape(sessionID), after), &out)
+}
+
+// Cores lists a running session's core jobs.
+func (c *Client) Cores(ctx context.Context, sessionID string) ([]rpc.StatusReq, error) {
+	var out []rpc.StatusReq
+	return out, c.getJSON(ctx, "/v1/sessions/"+url.PathEscape(sessionID)+"/cores", &out)
+}
+
+// CancelCore cancels a core job of a running session.
+func (c *Client) CancelCore(ctx context.Context, sessionID, job string) error {
+	return c.postJSON(ctx, "/v1/sessions/"+url.PathEscape(sessionID)+"/cancel", CancelRequest{JobName: job}, nil)
+}
+
+// Compact asks a running session to compact its working memory.
+func (c *Client) Compact(ctx context.Context, sessionID string) error {
+	return c.postJSON(ctx, "/v1/sessions/"+url.PathEscape(sessionID)+"/compact", struct{}{}, nil)
+}
+
+// Models lists the configured models, TTS providers and voice profiles.
+func (c *Client) Models(ctx context.Context) (*ModelCatalog, error) {
+	var out ModelCatalog
+	if err := c.getJSON(ctx, "/v1/models", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Model returns the model and voice a running agent uses.
+func (c *Client) Model(ctx context.Context, agentID string) (*ModelChoice, error) {
+	var out ModelChoice
+	if err := c.getJSON(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/model", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// SetModel switches a running agent's model and/or voice until it restarts.
+func (c *Client) SetModel(ctx context.Context, agentID string, choice ModelChoice) (*ModelChoice, error) {
+	var out ModelChoice
+	if err := c.postJSON(ctx, "/v1/agents/"+url.PathEscape(agentID)+"/model", choice, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}

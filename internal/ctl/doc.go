@@ -27,6 +27,14 @@
 //	GET  /v1/approvals/<id>       → Approval
 //	POST /v1/approvals/<id>/approve|reject → Approval as decided (409 when
 //	                                 it was already decided, saying by whom)
+//	GET  /v1/sessions[?agent=]    → []SessionInfo, newest first
+//	GET  /v1/sessions/<id>/events?after=<rev> → []SessionEvent
+//	GET  /v1/sessions/<id>/cores  → []rpc.StatusReq of its core jobs
+//	POST /v1/sessions/<id>/cancel CancelRequest → {}
+//	POST /v1/sessions/<id>/compact → {}
+//	GET  /v1/models               → ModelCatalog
+//	GET  /v1/agents/<id>/model    → ModelChoice
+//	POST /v1/agents/<id>/model    ModelChoice → ModelChoice (until restart)
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
 //

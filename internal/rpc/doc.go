@@ -58,7 +58,8 @@
 //
 // The answer is a Server-Sent Events stream. Each event has an id (a
 // decimal sequence number per session), an event type (cancel, inject,
-// user_message, config_changed, secrets_changed, shutdown, approval, or gap)
+// user_message, config_changed, secrets_changed, shutdown, approval,
+// compact, or gap)
 // and one
 // JSON data line. choird keeps the most recent events of each session, so
 // an agent that reconnects with Last-Event-ID receives what it missed; when

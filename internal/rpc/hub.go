@@ -15,6 +15,7 @@ const (
 	EventSecretsChanged = "secrets_changed" // re-run GET_SECRETS
 	EventShutdown       = "shutdown"        // graceful stop: {"reason"}
 	EventApproval       = "approval"        // a decision: {"approval_id","status"}
+	EventCompact        = "compact"         // compact working memory now: {}
 	EventGap            = "gap"             // events were missed; resynchronise
 )
 

@@ -53,3 +53,8 @@ const (
 	DMNotice     = "notice"
 	DMError      = "error"
 )
+
+// CancelCore is the data of a cancel event: the core job to stop.
+type CancelCore struct {
+	JobName string `json:"job_name"`
+}
