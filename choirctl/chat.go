@@ -4,9 +4,12 @@ package main
 //
 // The operator's console DM: lines typed are sent to the running agent as
 // user messages, and everything the agent sends to its DM (replies, core
-// job reports, notices, errors) is printed as it arrives. /inject <text>
-// appends to the agent's context at its next safe point instead; /quit or
-// Ctrl-D or Ctrl-C ends the chat.
+// job reports, notices, errors, files, approval requests) is printed as it
+// arrives. Commands work as in Telegram: /inject <text> appends to the
+// agent's context at its next safe point; /cores lists its core jobs;
+// /cancel <job> stops one; /compact folds its working memory; /approve
+// <id> and /reject <id> decide an approval; /quit, Ctrl-D or Ctrl-C ends
+// the chat.
 //
 // With --once, the whole of stdin is one message: choirctl prints the reply
 // and exits 0, or prints the error and exits 1; --wait-cores also waits for
@@ -109,7 +112,7 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 }
 
 func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string) error {
-	fmt.Fprintf(e.stdout, "chatting with %s; /inject <text> to inject, /quit to leave\n", agentID)
+	fmt.Fprintf(e.stdout, "chatting with %s; /inject <text>, /cores, /cancel <job>, /compact, /approve|/reject <id>, /quit\n", agentID)
 	go func() {
 		for {
 			m, err := out.Next()
@@ -144,9 +147,9 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 			case line == "":
 			case line == "/quit":
 				return nil
-			case strings.HasPrefix(line, "/inject "):
-				if err := c.Inject(ctx, agentID, strings.TrimPrefix(line, "/inject ")); err != nil {
-					fmt.Fprintf(e.stderr, "inject: %v\n", err)
+			case strings.HasPrefix(line, "/"):
+				if err := chatCommand(ctx, e, c, agentID, line); err != nil {
+					fmt.Fprintf(e.stderr, "%s: %v\n", strings.Fields(line)[0], err)
 				}
 			default:
 				if _, err := c.SendMessage(ctx, agentID, line); err != nil {
@@ -155,6 +158,71 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 			}
 		}
 	}
+}
+
+// chatCommand runs one of the console's slash commands.
+func chatCommand(ctx context.Context, e *env, c *ctl.Client, agentID, line string) error {
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	session := func() (string, error) {
+		st, err := c.Agent(ctx, agentID)
+		if err != nil {
+			return "", err
+		}
+		if st.SessionID == "" {
+			return "", fmt.Errorf("%s is not running", agentID)
+		}
+		return st.SessionID, nil
+	}
+	switch name {
+	case "/inject":
+		if arg == "" {
+			return errors.New("usage: /inject <text>")
+		}
+		return c.Inject(ctx, agentID, arg)
+	case "/cores":
+		id, err := session()
+		if err != nil {
+			return err
+		}
+		cores, err := c.Cores(ctx, id)
+		if err != nil {
+			return err
+		}
+		if len(cores) == 0 {
+			fmt.Fprintln(e.stdout, "[cores] none running")
+		}
+		for _, st := range cores {
+			fmt.Fprintf(e.stdout, "[cores] %s: %s (step %d)\n", strings.TrimPrefix(st.Lane, "core:"), st.State, st.Step)
+		}
+		return nil
+	case "/cancel":
+		id, err := session()
+		if err != nil {
+			return err
+		}
+		if arg == "" {
+			return errors.New("usage: /cancel <job>")
+		}
+		return c.CancelCore(ctx, id, arg)
+	case "/compact":
+		id, err := session()
+		if err != nil {
+			return err
+		}
+		return c.Compact(ctx, id)
+	case "/approve", "/reject":
+		if arg == "" {
+			return fmt.Errorf("usage: %s <approval id>", name)
+		}
+		a, err := c.Decide(ctx, arg, name == "/approve")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "[approval %s] %s\n", a.ID, a.Status)
+		return nil
+	}
+	return fmt.Errorf("unknown command; the console knows /inject, /cores, /cancel, /compact, /approve, /reject, /quit")
 }
 
 // printMessage shows one message from the agent.
@@ -167,6 +235,11 @@ func printMessage(w io.Writer, agentID string, m rpc.DMSend) {
 		prefix = "[notice] "
 	case rpc.DMError:
 		prefix = "[error] "
+	case rpc.DMApprovalRequest:
+		prefix = fmt.Sprintf("[approval %s] ", m.Approval)
+		defer fmt.Fprintf(w, "  decide with /approve %s or /reject %s\n", m.Approval, m.Approval)
+	case rpc.DMApprovalOutcome:
+		prefix = fmt.Sprintf("[approval %s] ", m.Approval)
 	}
 	if m.Text != "" {
 		fmt.Fprintln(w, prefix+m.Text)

@@ -122,7 +122,7 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		return nil, err
 	}
 	svc := approval.New(approval.Config{
-		Store: postgres.New(st), Notifier: gw,
+		Store: postgres.New(st), Notifier: notifiers{gw, consoleNotifier{console: &plane.Console}},
 		Timeout: time.Duration(l.Config.ApprovalTimeoutMS) * time.Millisecond,
 		Log:     log.With(logs.KeySystem, "approval"),
 		OnDecision: func(ctx context.Context, a approval.Approval) error {

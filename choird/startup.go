@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -64,7 +66,7 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 	}
 	m := &lifecycle.Manager{
 		Docker: dc, Store: sessionStore{st}, Leases: lease.NewTable(), Logs: lm, Home: home,
-		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current,
+		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current, Instance: instanceID(home),
 	}
 	n, err := m.RemoveOrphans(ctx)
 	if err != nil {
@@ -81,4 +83,12 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 	}
 	plane.Step("clean up stale leases", ctl.StepOK, fmt.Sprintf("%d stale sessions marked crashed", n))
 	return m, dc, nil
+}
+
+// instanceID names this installation on the Docker engine: a hash of its
+// home directory, so two choirds sharing an engine never touch each other's
+// containers.
+func instanceID(home config.Home) string {
+	sum := sha256.Sum256([]byte(home.Dir))
+	return hex.EncodeToString(sum[:6])
 }

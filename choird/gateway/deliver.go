@@ -18,6 +18,9 @@ import (
 // sent; a path outside .choirtmp/send/ refuses the whole message. One
 // DMSend's messages are never interleaved with another's in the same DM.
 func (g *Gateway) Deliver(ctx context.Context, agentID, dmName string, msg rpc.DMSend) error {
+	if g.consoleDMs[dmName] {
+		return nil // the console delivers it to choirctl chat
+	}
 	dm, ok := g.dms[dmName]
 	if !ok {
 		return fmt.Errorf("dm %q is not a Telegram DM in config.json", dmName)

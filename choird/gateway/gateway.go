@@ -69,6 +69,8 @@ type Gateway struct {
 	bots    []*bot
 	byName  map[string]*bot
 	dms     map[string]dmInfo // by DM name
+	// consoleDMs are the DMs of console gateways: choirctl chat, no bot.
+	consoleDMs map[string]bool
 
 	mu        sync.Mutex
 	approvals Approvals
@@ -133,10 +135,13 @@ func New(cfg Config) (*Gateway, error) {
 		cfg: cfg, log: cfg.Log.With(keySystem, "gateway"), control: cfg.Control,
 		byName: map[string]*bot{}, dms: map[string]dmInfo{},
 		apMsgs: map[string]msgRef{}, apByMsg: map[msgRef]string{}, choices: map[chatKey]choice{},
-		workCtx: workCtx, stopWork: stop,
+		workCtx: workCtx, stopWork: stop, consoleDMs: map[string]bool{},
 	}
 	for _, name := range config.SortedNames(cfg.Gateways) {
 		gw := cfg.Gateways[name]
+		if gw.Type == config.GatewayConsole {
+			continue // the operator's DMs through choirctl chat: no bot
+		}
 		if gw.Type != "telegram" {
 			return nil, fmt.Errorf("gateways.%s.type: %q: only \"telegram\" is supported", name, gw.Type)
 		}
@@ -160,6 +165,10 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	for _, name := range config.SortedNames(cfg.DMs) {
 		dm := cfg.DMs[name]
+		if cfg.Gateways[dm.Gateway].Type == config.GatewayConsole {
+			g.consoleDMs[name] = true
+			continue
+		}
 		b, ok := g.byName[dm.Gateway]
 		if !ok {
 			return nil, fmt.Errorf("dms.%s.gateway: no gateway named %q", name, dm.Gateway)

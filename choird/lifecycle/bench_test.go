@@ -21,11 +21,11 @@ func BenchmarkStartStop(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{}); err != nil {
+		if _, err := h.m.Start(ctx, "lc-agent-1", lease.Overrides{}); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := h.m.Stop(ctx, "agent-1"); err != nil {
+		if err := h.m.Stop(ctx, "lc-agent-1"); err != nil {
 			b.Fatal(err)
 		}
 		starts, stops = append(starts, t1.Sub(t0)), append(stops, time.Since(t1))

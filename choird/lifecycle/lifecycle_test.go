@@ -115,8 +115,8 @@ func newHarness(t testing.TB) *harness {
 	c.Gateways = map[string]config.Gateway{"bot": {Type: "telegram", Secret: "tg"}}
 	c.DMs = map[string]config.DM{"dm1": {Gateway: "bot", UserID: "1"}, "dm2": {Gateway: "bot", UserID: "2"}}
 	c.Agents = map[string]config.Agent{
-		"agent-1": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}},
-		"agent-2": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "ops", DM: "dm2"}},
+		"lc-agent-1": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}},
+		"lc-agent-2": {Defaults: config.AgentDefaults{Workspace: "main", LLM: "m", GitIdentity: "ops", DM: "dm2"}},
 	}
 	c.Container = config.ContainerLimits{CPUs: 1, MemoryMB: 256, Pids: 128}
 	loaded := &config.Loaded{Config: &c, Secrets: config.Secrets{"llm-key": secretValue, "git-token": gitSecret, "tg": "tg-token-never-sent"}, Version: "test"}
@@ -130,6 +130,7 @@ func newHarness(t testing.TB) *harness {
 	m := &Manager{
 		Docker: dc, Store: store, Leases: lease.NewTable(), Logs: lm, Home: home, Log: lm.Choird(),
 		Config: func() (*config.Loaded, int64) { return loaded, 1 }, ReadyTimeout: 60 * time.Second,
+		Instance: "test-" + rpc.NewToken()[:12],
 	}
 	srv := rpc.NewServer(m, rpc.DefaultLimits(), lm.Choird())
 	m.Sessions = srv
@@ -140,8 +141,8 @@ func newHarness(t testing.TB) *harness {
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(l)
 	t.Cleanup(func() { hs.Close() })
-	dockertest.AgentImage(t, dc, "agent-1", "test1")
-	dockertest.AgentImage(t, dc, "agent-2", "test1")
+	dockertest.AgentImage(t, dc, "lc-agent-1", "test1")
+	dockertest.AgentImage(t, dc, "lc-agent-2", "test1")
 	return &harness{m: m, store: store, home: home, ws: ws, srv: srv, dc: dc}
 }
 
@@ -160,14 +161,14 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
 
-	st, err := h.m.Start(ctx, "agent-1", lease.Overrides{})
+	st, err := h.m.Start(ctx, "lc-agent-1", lease.Overrides{})
 	if err != nil {
-		t.Fatalf("Start(agent-1) = %v", err)
+		t.Fatalf("Start(lc-agent-1) = %v", err)
 	}
-	if st.State != StateRunning || st.Bindings.Workspace != "main" || st.Image != "choir-agent-agent-1:test1" {
+	if st.State != StateRunning || st.Bindings.Workspace != "main" || st.Image != "choir-agent-lc-agent-1:test1" {
 		t.Errorf("status after start = %+v", st)
 	}
-	run := h.m.run("agent-1")
+	run := h.m.run("lc-agent-1")
 
 	// The container has exactly the §15.3 profile.
 	c, err := h.dc.ContainerInspect(ctx, run.ContainerID)
@@ -205,7 +206,7 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 			t.Errorf("unexpected bind %s -> %s", mp.Source, mp.Destination)
 		}
 	}
-	if c.Config.Labels[LabelManaged] != "true" || c.Config.Labels[LabelAgent] != "agent-1" || c.Config.Labels[LabelSession] != run.SessionID {
+	if c.Config.Labels[LabelManaged] != "true" || c.Config.Labels[LabelAgent] != "lc-agent-1" || c.Config.Labels[LabelSession] != run.SessionID {
 		t.Errorf("labels = %v", c.Config.Labels)
 	}
 	// No secret in what the engine knows of the container.
@@ -218,22 +219,22 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 
 	// The agent heartbeats.
 	waitUntil(t, "a heartbeat after hello", func() bool {
-		st, _ := h.m.Status("agent-1")
+		st, _ := h.m.Status("lc-agent-1")
 		return st.LastHeartbeat.After(st.StartedAt)
 	})
 
 	// One run per agent; a second agent cannot take the same workspace.
-	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{}); !errors.Is(err, lease.ErrAlreadyRunning) {
-		t.Errorf("second Start(agent-1) = %v; want already running", err)
+	if _, err := h.m.Start(ctx, "lc-agent-1", lease.Overrides{}); !errors.Is(err, lease.ErrAlreadyRunning) {
+		t.Errorf("second Start(lc-agent-1) = %v; want already running", err)
 	}
-	_, err = h.m.Start(ctx, "agent-2", lease.Overrides{})
-	if err == nil || !strings.Contains(err.Error(), `workspace "main" is leased to agent "agent-1"`) {
-		t.Errorf("Start(agent-2) on the same workspace = %v; want refusal naming agent-1", err)
+	_, err = h.m.Start(ctx, "lc-agent-2", lease.Overrides{})
+	if err == nil || !strings.Contains(err.Error(), `workspace "main" is leased to agent "lc-agent-1"`) {
+		t.Errorf("Start(lc-agent-2) on the same workspace = %v; want refusal naming lc-agent-1", err)
 	}
 
 	// Graceful stop: TERMINATE_SELF, container gone, leases free, session stopped.
 	sessionID, containerID := run.SessionID, run.ContainerID
-	if err := h.m.Stop(ctx, "agent-1"); err != nil {
+	if err := h.m.Stop(ctx, "lc-agent-1"); err != nil {
 		t.Fatal(err)
 	}
 	run.mu.Lock()
@@ -259,10 +260,10 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 	cp.Close()
 
 	// A killed container is a crash: leases released, and the next start works.
-	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{Workspace: "other"}); err != nil {
-		t.Fatalf("Start(agent-2) = %v", err)
+	if _, err := h.m.Start(ctx, "lc-agent-2", lease.Overrides{Workspace: "other"}); err != nil {
+		t.Fatalf("Start(lc-agent-2) = %v", err)
 	}
-	run2 := h.m.run("agent-2")
+	run2 := h.m.run("lc-agent-2")
 	if err := h.dc.ContainerKill(ctx, run2.ContainerID, "SIGKILL"); err != nil {
 		t.Fatal(err)
 	}
@@ -270,13 +271,13 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 	if _, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "other"}); ok {
 		t.Error("workspace still leased after a crash")
 	}
-	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{}); err != nil {
-		t.Fatalf("Start(agent-2) after its crash = %v", err)
+	if _, err := h.m.Start(ctx, "lc-agent-2", lease.Overrides{}); err != nil {
+		t.Fatalf("Start(lc-agent-2) after its crash = %v", err)
 	}
-	defer h.m.Stop(ctx, "agent-2")
+	defer h.m.Stop(ctx, "lc-agent-2")
 
 	// No secret in the workspace or the logs.
-	h.m.Stop(ctx, "agent-2")
+	h.m.Stop(ctx, "lc-agent-2")
 	for _, dir := range []string{h.ws["main"], h.ws["other"], h.home.LogsDir()} {
 		filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
 			if err != nil || fi.IsDir() {
@@ -292,9 +293,9 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 		})
 	}
 	// The agent's own log lines reached its log (then archived at session end).
-	archives, _ := filepath.Glob(filepath.Join(h.home.LogsDir(), "archive", "agent-1", "*.log.gz"))
+	archives, _ := filepath.Glob(filepath.Join(h.home.LogsDir(), "archive", "lc-agent-1", "*.log.gz"))
 	if len(archives) == 0 {
-		t.Error("agent-1's log was not archived at session end")
+		t.Error("lc-agent-1's log was not archived at session end")
 	}
 }
 
@@ -304,17 +305,17 @@ func TestStartRefusals(t *testing.T) {
 	if _, err := h.m.Start(ctx, "ghost", lease.Overrides{}); err == nil || !strings.Contains(err.Error(), `no agent named "ghost"`) {
 		t.Errorf("Start(ghost) = %v", err)
 	}
-	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{Workspace: "nope"}); err == nil || !strings.Contains(err.Error(), "--workspace=nope") {
+	if _, err := h.m.Start(ctx, "lc-agent-1", lease.Overrides{Workspace: "nope"}); err == nil || !strings.Contains(err.Error(), "--workspace=nope") {
 		t.Errorf("Start with an unknown workspace = %v", err)
 	}
 	os.RemoveAll(h.ws["other"])
-	if _, err := h.m.Start(ctx, "agent-1", lease.Overrides{Workspace: "other"}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
+	if _, err := h.m.Start(ctx, "lc-agent-1", lease.Overrides{Workspace: "other"}); err == nil || !strings.Contains(err.Error(), "is not a directory") {
 		t.Errorf("Start with a missing workspace directory = %v", err)
 	}
 	if _, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.DM, Name: "dm1"}); ok {
 		t.Error("a refused start left a lease behind")
 	}
-	if err := h.m.Stop(ctx, "agent-1"); !errors.Is(err, ErrNotRunning) {
+	if err := h.m.Stop(ctx, "lc-agent-1"); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Stop of a stopped agent = %v; want ErrNotRunning", err)
 	}
 }
@@ -322,11 +323,11 @@ func TestStartRefusals(t *testing.T) {
 func TestRestartAndWorkspaceReset(t *testing.T) {
 	h := newHarness(t)
 	ctx := context.Background()
-	if _, err := h.m.Start(ctx, "agent-2", lease.Overrides{Workspace: "other"}); err != nil {
+	if _, err := h.m.Start(ctx, "lc-agent-2", lease.Overrides{Workspace: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	first := h.m.run("agent-2").SessionID
-	st, err := h.m.Restart(ctx, "agent-2")
+	first := h.m.run("lc-agent-2").SessionID
+	st, err := h.m.Restart(ctx, "lc-agent-2")
 	if err != nil {
 		t.Fatalf("Restart = %v", err)
 	}
@@ -342,8 +343,8 @@ func TestRestartAndWorkspaceReset(t *testing.T) {
 			holder = w.Holder
 		}
 	}
-	if holder != "agent-2" {
-		t.Errorf("workspace list holder of other = %q; want agent-2", holder)
+	if holder != "lc-agent-2" {
+		t.Errorf("workspace list holder of other = %q; want lc-agent-2", holder)
 	}
 	os.WriteFile(filepath.Join(h.ws["other"], "notes.txt"), []byte("x"), 0o644)
 	os.Symlink("/etc", filepath.Join(h.ws["other"], "etc-link"))
@@ -351,8 +352,8 @@ func TestRestartAndWorkspaceReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.StoppedAgent != "agent-2" {
-		t.Errorf("reset stopped %q; want agent-2", res.StoppedAgent)
+	if res.StoppedAgent != "lc-agent-2" {
+		t.Errorf("reset stopped %q; want lc-agent-2", res.StoppedAgent)
 	}
 	if entries, _ := os.ReadDir(h.ws["other"]); len(entries) != 0 {
 		t.Errorf("workspace after reset holds %d entries; want none", len(entries))
@@ -360,8 +361,8 @@ func TestRestartAndWorkspaceReset(t *testing.T) {
 	if _, err := os.Stat("/etc/passwd"); err != nil {
 		t.Error("reset followed a symlink out of the workspace")
 	}
-	if st, _ := h.m.Status("agent-2"); st.State != "stopped" {
-		t.Errorf("agent-2 after reset = %s; want stopped", st.State)
+	if st, _ := h.m.Status("lc-agent-2"); st.State != "stopped" {
+		t.Errorf("lc-agent-2 after reset = %s; want stopped", st.State)
 	}
 	if _, err := h.m.ResetWorkspace(ctx, "nope"); err == nil || !strings.Contains(err.Error(), `no workspace named "nope"`) {
 		t.Errorf("reset of an unknown workspace = %v", err)

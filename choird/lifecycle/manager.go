@@ -126,6 +126,8 @@ type Manager struct {
 	Log             *slog.Logger
 	// User is the uid:gid containers run as (default: choird's own).
 	User string
+	// Instance labels this choird's containers (see LabelInstance).
+	Instance string
 	// ReadyTimeout bounds how long a start waits for INIT_HELLO.
 	ReadyTimeout time.Duration
 	// Now is the clock (tests may replace it).

@@ -134,10 +134,12 @@ func (lw *lineWriter) emit(line []byte) {
 	lw.mu.Unlock()
 }
 
-// RemoveOrphans removes every container labelled choir.managed=true: at
-// startup none of them belongs to a session this choird knows (§6.2 step 6).
+// RemoveOrphans removes every container labelled choir.managed=true by this
+// installation: at startup none of them belongs to a session this choird
+// knows (§6.2 step 6). Other installations' containers on the same engine
+// are left alone.
 func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
-	cs, err := m.Docker.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {LabelManaged + "=true"}}})
+	cs, err := m.Docker.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {LabelManaged + "=true", LabelInstance + "=" + m.Instance}}})
 	if err != nil {
 		return 0, fmt.Errorf("list containers: %w", err)
 	}

@@ -24,6 +24,10 @@ const (
 	LabelManaged = "choir.managed"
 	LabelAgent   = "choir.agent"
 	LabelSession = "choir.session"
+	// LabelInstance tells apart the containers of choird installations
+	// sharing one engine (a hash of the home directory), so a choird only
+	// ever removes its own orphans.
+	LabelInstance = "choir.instance"
 	// LabelImageVersion on an agent image names its version (its tag).
 	LabelImageVersion = "choir.image_version"
 )
@@ -39,6 +43,7 @@ const (
 // Spec is what a container is made from.
 type Spec struct {
 	AgentID, SessionID, LeaseToken string
+	Instance                       string // LabelInstance
 	Image                          string
 	WorkspacePath                  string // host directory leased to the session
 	SocketDir                      string // host directory holding choird.sock
@@ -68,7 +73,7 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 			EnvLeaseToken + "=" + s.LeaseToken,
 			EnvHeartbeatMS + "=" + strconv.Itoa(s.HeartbeatMS),
 		},
-		Labels:     map[string]string{LabelManaged: "true", LabelAgent: s.AgentID, LabelSession: s.SessionID},
+		Labels:     map[string]string{LabelManaged: "true", LabelAgent: s.AgentID, LabelSession: s.SessionID, LabelInstance: s.Instance},
 		User:       s.User,
 		WorkingDir: WorkspaceTarget,
 		Hostname:   s.AgentID,

@@ -11,7 +11,7 @@ import (
 func testSpec() Spec {
 	return Spec{AgentID: "agent-1", SessionID: "s-1", LeaseToken: "tok", Image: "choir-agent-agent-1:abc",
 		WorkspacePath: "/srv/ws/main", SocketDir: "/home/op/.choir.d/socks/agent", HeartbeatMS: 5000,
-		Limits: config.DefaultTunables().Container, User: "1000:1000"}
+		Limits: config.DefaultTunables().Container, User: "1000:1000", Instance: "i-1"}
 }
 
 func TestProfilePassesVerify(t *testing.T) {
@@ -20,7 +20,7 @@ func TestProfilePassesVerify(t *testing.T) {
 	if err := Verify(cfg, hc, s); err != nil {
 		t.Fatalf("Verify(Profile) = %v", err)
 	}
-	if cfg.Labels[LabelManaged] != "true" || cfg.Labels[LabelAgent] != "agent-1" || cfg.Labels[LabelSession] != "s-1" {
+	if cfg.Labels[LabelManaged] != "true" || cfg.Labels[LabelAgent] != "agent-1" || cfg.Labels[LabelSession] != "s-1" || cfg.Labels[LabelInstance] != "i-1" {
 		t.Errorf("labels = %v", cfg.Labels)
 	}
 }

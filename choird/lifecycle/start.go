@@ -133,7 +133,7 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string) error {
 		user = ProcessUser()
 	}
 	spec := Spec{
-		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Image: r.Image,
+		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Instance: m.Instance, Image: r.Image,
 		WorkspacePath: wsPath, SocketDir: m.Home.AgentSocketDir(), HeartbeatMS: l.Config.HeartbeatIntervalMS,
 		Limits: l.Config.Container, User: user,
 	}

@@ -134,7 +134,8 @@ type Embedding struct {
 	Secret     string `json:"secret,omitempty"`
 }
 
-// Gateway is a Telegram bot instance (§19.1).
+// Gateway is a Telegram bot instance (§19.1), or the console: the
+// operator's DMs through `choirctl chat`, which need no bot.
 type Gateway struct {
 	Type string `json:"type"`
 	// APIBase is the Bot API server; empty means DefaultTelegramAPI.
@@ -142,11 +143,19 @@ type Gateway struct {
 	Secret  string `json:"secret"`
 }
 
+// Gateway types.
+const (
+	GatewayTelegram = "telegram"
+	GatewayConsole  = "console"
+)
+
 // DM binds a Telegram user on one bot; the DMs of a bot are its allowlist.
+// A DM on the console gateway is the operator's, through choirctl chat.
 type DM struct {
 	Gateway string `json:"gateway"`
-	// UserID is the Telegram user id, as a decimal string (ids need 64 bits).
-	UserID string `json:"user_id"`
+	// UserID is the Telegram user id, as a decimal string (ids need 64
+	// bits); a console DM has none.
+	UserID string `json:"user_id,omitempty"`
 	Admin  bool   `json:"admin"`
 }
 

@@ -120,7 +120,7 @@ func (c *Config) applyDefaults() {
 		c.VoiceProfiles[name] = v
 	}
 	for name, g := range c.Gateways {
-		if g.APIBase == "" {
+		if g.APIBase == "" && g.Type == GatewayTelegram {
 			g.APIBase = DefaultTelegramAPI
 			c.Gateways[name] = g
 		}

@@ -296,17 +296,26 @@ func (v *validator) searchAndEmbedding() {
 func (v *validator) gateways() {
 	for _, name := range sortedKeys(v.c.Gateways) {
 		g, p := v.c.Gateways[name], "gateways."+name
-		if g.Type != "telegram" {
-			v.add(p+".type", quote(g.Type), "v1 supports only \"telegram\"")
+		switch g.Type {
+		case GatewayTelegram:
+			v.url(p+".api_base", g.APIBase, false)
+			v.secret(p+".secret", g.Secret, true)
+		case GatewayConsole:
+			if g.Secret != "" {
+				v.add(p+".secret", quote(g.Secret), "a console gateway has no bot and takes no secret: remove it")
+			}
+		default:
+			v.add(p+".type", quote(g.Type), "want \"telegram\" (a bot) or \"console\" (choirctl chat)")
 		}
-		v.url(p+".api_base", g.APIBase, false)
-		v.secret(p+".secret", g.Secret, true)
 	}
 	gws := sortedKeys(v.c.Gateways)
 	seen := map[string]string{}
 	for _, name := range sortedKeys(v.c.DMs) {
 		d, p := v.c.DMs[name], "dms."+name
 		v.ref(p+".gateway", d.Gateway, "gateway", gws, true)
+		if v.c.Gateways[d.Gateway].Type == GatewayConsole {
+			continue
+		}
 		id, err := strconv.ParseInt(d.UserID, 10, 64)
 		if err != nil || id <= 0 {
 			v.add(p+".user_id", quote(d.UserID), "want the Telegram user id as a decimal string, e.g. \"123456789\"")

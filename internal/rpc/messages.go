@@ -44,6 +44,8 @@ type DMSend struct {
 	// one core_report naming itself in Core.
 	Cores []string `json:"cores,omitempty"`
 	Core  string   `json:"core,omitempty"`
+	// Approval is set on the console's approval kinds.
+	Approval string `json:"approval,omitempty"`
 }
 
 // DM message kinds.
@@ -52,6 +54,9 @@ const (
 	DMCoreReport = "core_report"
 	DMNotice     = "notice"
 	DMError      = "error"
+	// Kinds choird itself sends to the console DM of choirctl chat.
+	DMApprovalRequest = "approval_request"
+	DMApprovalOutcome = "approval_outcome"
 )
 
 // CancelCore is the data of a cancel event: the core job to stop.
