@@ -15,9 +15,9 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choirctl ./choirctl
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choir-agent ./agent
 
-## demo: the main job on embedded defaults, in a throwaway home
+## demo: the main job on embedded defaults: a whole agent, in a throwaway home
 demo: build
-	@bash testkit/demo.sh
+	@$(GO) run ./testkit/demo
 
 ## test: install and start what the tests need, then run the whole suite
 test:

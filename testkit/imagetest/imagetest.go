@@ -64,20 +64,41 @@ func Debian(t testing.TB, c *docker.Client) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
+	ref, err := Ensure(ctx, c)
+	var na *unavailableError
+	if errors.As(err, &na) {
+		testkit.Unavailable(t, "imagetest: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("imagetest: %v", err)
+	}
+	return ref
+}
+
+// unavailableError means the machine cannot make the image (no root, no
+// debootstrap, no mirror), as opposed to an engine failure.
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string { return e.msg }
+
+// Ensure is Debian for programs (make demo): it makes sure the engine has
+// DebianRef, debootstrapping into the cache the first time (a minute or
+// two, root needed), and returns the reference.
+func Ensure(ctx context.Context, c *docker.Client) (string, error) {
 	if _, err := c.ImageInspect(ctx, DebianRef); err == nil {
-		return DebianRef
+		return DebianRef, nil
 	} else if !docker.IsNotFound(err) {
-		t.Fatalf("imagetest: inspect %s: %v", DebianRef, err)
+		return "", fmt.Errorf("inspect %s: %w", DebianRef, err)
 	}
 	root := CacheDir()
 	unlock, err := lockCache(root)
 	if err != nil {
-		testkit.Unavailable(t, "imagetest: cannot use the cache %s: %v", root, err)
+		return "", &unavailableError{fmt.Sprintf("cannot use the cache %s: %v", root, err)}
 	}
 	defer unlock()
 	if _, err := os.Stat(filepath.Join(root, complete)); err != nil {
 		if msg := bootstrap(ctx, root); msg != "" {
-			testkit.Unavailable(t, "imagetest: %s", msg)
+			return "", &unavailableError{msg}
 		}
 	}
 	pr, pw := io.Pipe()
@@ -89,9 +110,9 @@ func Debian(t testing.TB, c *docker.Client) string {
 	})
 	pr.CloseWithError(errors.New("import ended"))
 	if err != nil {
-		t.Fatalf("imagetest: import %s from %s: %v", DebianRef, root, err)
+		return "", fmt.Errorf("import %s from %s: %w", DebianRef, root, err)
 	}
-	return DebianRef
+	return DebianRef, nil
 }
 
 // lockCache takes an exclusive lock beside root, so that test binaries

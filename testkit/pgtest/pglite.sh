@@ -25,12 +25,14 @@ dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 installed=node_modules/@electric-sql/pglite-socket/package.json
 
-# is the server whose pid DIR holds still running? (and not a reused pid)
+# is the server whose pid DIR holds still running? (and not a reused pid:
+# the process is node running server.mjs, or, for the instant before its
+# exec, the subshell of this script that starts it)
 running() {
 	[ -f "$dir/pid" ] || return 1
 	pid=$(cat "$dir/pid")
 	kill -0 "$pid" 2>/dev/null || return 1
-	[ ! -r "/proc/$pid/cmdline" ] || grep -q server.mjs "/proc/$pid/cmdline"
+	[ ! -r "/proc/$pid/cmdline" ] || grep -q -e server.mjs -e pglite.sh "/proc/$pid/cmdline"
 }
 
 # answers DIR's port with a Postgres startup? (expects an 'R' message back)
