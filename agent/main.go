@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"choir/agent/assembly"
 	"choir/agent/session"
 	"choir/internal/rpc"
 )
@@ -50,6 +51,8 @@ type options struct {
 	endpoint     string
 	tlsCA        string
 	versionFile  string
+	choirDir     string
+	workspace    string
 }
 
 func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
@@ -61,6 +64,8 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.StringVar(&o.endpoint, "endpoint", "", "with http: choird's URL, e.g. https://choird.internal:9400")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "with http: a PEM file of CA certificates to trust for choird")
 	fs.StringVar(&o.versionFile, "version-file", rpc.ImageVersionFile, "the image's version metadata")
+	fs.StringVar(&o.choirDir, "choir-dir", "/choir", "the image's tools, skills and identity files")
+	fs.StringVar(&o.workspace, "workspace", "/workspace", "the workspace the tools work in")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -118,5 +123,7 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	defer cp.Close()
 	log = log.With("source", id.AgentID, "session_id", id.SessionID)
 	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
-	return session.New(cp, id, version, heartbeat, log).Run(ctx)
+	sess := session.New(cp, id, version, heartbeat, log)
+	assembly.New(cp, sess, assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log}).Attach()
+	return sess.Run(ctx)
 }

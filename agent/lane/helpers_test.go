@@ -3,6 +3,7 @@ package lane
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"choir/agent/skill"
 	"choir/agent/tool"
 	"choir/agent/tool/workspace"
+	"choir/internal/config"
 	"choir/internal/openai"
 	"choir/internal/rpc"
 	"choir/testkit/openaitest"
@@ -47,30 +49,64 @@ const shortSkill = `{
 }`
 
 // env is a lane over the real workspace tools in a temp workspace, the real
-// arbiter, and either the fake model server or an in-process model.
+// arbiter, and either the fake model server or an in-process model. Run
+// serves the lane until the test ends.
 type env struct {
-	t      testing.TB
-	ws     string
-	a      *arbiter.Arbiter
-	lane   *Lane
-	model  *openaitest.Server
-	notify []string
-	mu     sync.Mutex
-	set    Settings
+	t     testing.TB
+	ws    string
+	a     *arbiter.Arbiter
+	lane  *Lane
+	model *openaitest.Server
+	stop  context.CancelFunc // stops Run: the session ends
+	ran   chan error         // Run's result
+
+	mu      sync.Mutex
+	set     Settings
+	notify  []string
+	replies []Reply
+	reports []report
+
+	replyCh  chan Reply
+	reportCh chan report
+	notifyCh chan string
 }
 
+// report is one call of Config.Report.
+type report struct{ job, kind, text string }
+
 type envOptions struct {
-	skills bool
-	model  ModelClient // nil: the fake server through the real client
-	window int
-	steps  int
-	ident  Identity
+	skills    bool
+	model     ModelClient // nil: the fake server through the real client
+	window    int
+	steps     int
+	ident     Identity
+	laneTools bool // register Tools(nil): core jobs and working memory
+	budgets   config.Budgets
+	percent   int         // compaction_threshold_percent
+	ctxWindow int         // the model's context window
+	compactor ModelClient // nil: compaction calls fail (prompts stay deterministic)
+}
+
+// failing is a model that refuses every call.
+type failing struct{}
+
+func (failing) Chat(context.Context, openai.ChatRequest) (*openai.ChatResponse, error) {
+	return nil, errors.New("compaction is off in this test")
+}
+
+func (f failing) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, _ openai.RateLimitRetry) (*openai.ChatResponse, error) {
+	return f.Chat(ctx, req)
 }
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, ws: t.TempDir(), set: Settings{Model: "test-model", RateLimitWait: time.Millisecond}}
-	reg, err := tool.Load(workspace.Tools(workspace.Options{NoRipgrep: true}), "", "")
+	e := &env{t: t, ws: t.TempDir(), set: Settings{Model: "test-model", RateLimitWait: time.Millisecond, ContextWindow: o.ctxWindow},
+		replyCh: make(chan Reply, 64), reportCh: make(chan report, 64), notifyCh: make(chan string, 64)}
+	builtins := workspace.Tools(workspace.Options{NoRipgrep: true})
+	if o.laneTools {
+		builtins = append(builtins, Tools(nil)...)
+	}
+	reg, err := tool.Load(builtins, "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,25 +138,110 @@ func newEnv(t testing.TB, o envOptions) *env {
 		}
 		model = c
 	}
+	if o.compactor == nil {
+		o.compactor = failing{}
+	}
 	e.lane, err = New(Config{
-		Model:       model,
-		Settings:    e.settings,
-		Arbiter:     e.a,
-		Tools:       reg,
-		Skills:      skills,
-		Identity:    o.ident,
-		EventWindow: o.window,
-		MaxSteps:    o.steps,
+		SessionID:                  "s-test",
+		CompactionModel:            o.compactor,
+		Model:                      model,
+		Settings:                   e.settings,
+		Arbiter:                    e.a,
+		Tools:                      reg,
+		Skills:                     skills,
+		Identity:                   o.ident,
+		EventWindow:                o.window,
+		MaxSteps:                   o.steps,
+		Budgets:                    o.budgets,
+		CompactionThresholdPercent: o.percent,
 		Notify: func(msg string) {
 			e.mu.Lock()
-			defer e.mu.Unlock()
 			e.notify = append(e.notify, msg)
+			e.mu.Unlock()
+			e.notifyCh <- msg
+		},
+		Reply: func(r Reply) {
+			e.mu.Lock()
+			e.replies = append(e.replies, r)
+			e.mu.Unlock()
+			e.replyCh <- r
+		},
+		Report: func(job, kind, text string) {
+			r := report{job, kind, text}
+			e.mu.Lock()
+			e.reports = append(e.reports, r)
+			e.mu.Unlock()
+			e.reportCh <- r
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	runCtx, stop := context.WithCancel(context.Background())
+	e.stop, e.ran = stop, make(chan error, 1)
+	go func() { e.ran <- e.lane.Run(runCtx) }()
+	t.Cleanup(func() { stop(); <-e.ran })
 	return e
+}
+
+// deadline bounds every wait of a test on a condition.
+const deadline = 20 * time.Second
+
+// nextReply waits for the next reply delivered through Config.Reply.
+func (e *env) nextReply() Reply {
+	e.t.Helper()
+	select {
+	case r := <-e.replyCh:
+		return r
+	case <-time.After(deadline):
+		e.t.Fatal("no reply")
+		return Reply{}
+	}
+}
+
+// nextReport waits for the next core job report.
+func (e *env) nextReport() report {
+	e.t.Helper()
+	select {
+	case r := <-e.reportCh:
+		return r
+	case <-time.After(deadline):
+		e.t.Fatal("no core report")
+		return report{}
+	}
+}
+
+// nextNotice waits for the next notice to the user.
+func (e *env) nextNotice() string {
+	e.t.Helper()
+	select {
+	case n := <-e.notifyCh:
+		return n
+	case <-time.After(deadline):
+		e.t.Fatal("no notice")
+		return ""
+	}
+}
+
+// waitFor polls cond until it holds, failing the test at the deadline.
+func (e *env) waitFor(what string, cond func() bool) {
+	e.t.Helper()
+	end := time.Now().Add(deadline)
+	for !cond() {
+		if time.Now().After(end) {
+			e.t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// noLocks waits until no lock is held or awaited.
+func (e *env) noLocks() {
+	e.t.Helper()
+	e.waitFor("every lock to be released", func() bool {
+		s := e.a.Locks().Snapshot()
+		return len(s.Held) == 0 && len(s.Waiting) == 0
+	})
 }
 
 func (e *env) settings() Settings {
@@ -146,7 +267,9 @@ func (e *env) read(rel string) string {
 // handle runs one turn and fails the test on an error.
 func (e *env) handle(msg string) string {
 	e.t.Helper()
-	reply, err := e.lane.Handle(context.Background(), msg)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+	defer cancel()
+	reply, err := e.lane.Handle(ctx, msg)
 	if err != nil {
 		e.t.Fatalf("Handle(%q) = %v", msg, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,8 +13,9 @@ import (
 	"choir/agent/lock"
 	"choir/agent/skill"
 	"choir/agent/tool"
-	"choir/internal/logs"
+	"choir/internal/config"
 	"choir/internal/openai"
+	"choir/internal/rpc"
 )
 
 // ModelClient is what a lane needs of the model API; *openai.Client has it.
@@ -26,8 +26,9 @@ type ModelClient interface {
 
 var _ ModelClient = (*openai.Client)(nil)
 
-// Settings are the model settings of one call, read afresh before each call
-// so that a config change applies to the next one.
+// Settings are the model settings of one call, read afresh at the start of
+// each call so that a config change applies to the next one, never to a
+// call in flight.
 type Settings struct {
 	Model string
 	// Temperature and ReasoningEffort nil are not sent (config null).
@@ -36,12 +37,19 @@ type Settings struct {
 	// RateLimitWait is rate_limit_retry_ms: the wait after a 429 that gave
 	// no Retry-After; zero means openai.DefaultRateLimitWait.
 	RateLimitWait time.Duration
+	// CallTimeout is llm_call_timeout_ms: one call's limit, the wait after
+	// a 429 included; zero leaves only the lane's context.
+	CallTimeout time.Duration
+	// ContextWindow is the model's context window in tokens, which sets
+	// the compaction threshold; zero means config.DefaultContextWindow.
+	ContextWindow int
 }
 
-// Identity holds the edge lane's never-compacted identity files.
+// Identity holds the never-compacted identity files.
 type Identity struct {
-	UserMD string // USER.md: who the user is
-	SoulMD string // SOUL.md: the agent's personality
+	UserMD     string // USER.md: who the user is (edge only)
+	SoulMD     string // SOUL.md: the edge's personality
+	SoulCoreMD string // SOUL-CORE.md: the core jobs' personality
 }
 
 // Defaults of Config.
@@ -50,58 +58,123 @@ const (
 	DefaultMaxSteps    = 16
 )
 
-// DefaultInstructions are the edge lane's behavioural instructions, the
-// first part of its system prompt.
-const DefaultInstructions = `You are the user's personal agent, talking with them in a direct message. ` +
-	`Answer their message. You can act only through the tools offered in this request: ` +
-	`call them when the task needs the workspace or the outside world, and answer in plain text when you are done. ` +
-	`A tool result is JSON; an error result says what was wrong and what to do instead.`
-
 // Config is what a lane works with.
 type Config struct {
-	// Model answers chat requests; required.
+	// SessionID makes core job ids (tokens); they die with the session.
+	SessionID string
+	// Model answers the edge's chat requests; required.
 	Model ModelClient
-	// Settings gives the model settings; required, called before each call.
+	// Settings gives the edge's model settings; required, called at the
+	// start of each call.
 	Settings func() Settings
+	// CoreModel and CoreSettings are the core jobs'; nil means the edge's.
+	CoreModel    ModelClient
+	CoreSettings func() Settings
+	// CompactionModel and CompactionSettings make the working-memory
+	// compaction calls of every lane; nil means the lane's own.
+	CompactionModel    ModelClient
+	CompactionSettings func() Settings
 	// Arbiter commits every event and runs every tool call; required.
 	Arbiter *arbiter.Arbiter
-	// Tools is the registry the arbiter runs; the lane offers the tools
-	// exposed to the edge.
+	// Tools is the registry the arbiter runs; it should hold Tools() so
+	// that the edge can spawn core jobs and both lanes can use working
+	// memory. Each lane is offered the tools exposed to it.
 	Tools *tool.Registry
 	// Skills, when set, are offered through arbiter.StartTool; the arbiter
 	// must have the same registry (arbiter.Config.Skills).
 	Skills *skill.Registry
-	// Identity is put in every prompt.
+	// Identity is put in every prompt of its lane.
 	Identity Identity
-	// Instructions replace DefaultInstructions when set.
-	Instructions string
-	// EventWindow is how many earlier events (messages) the prompt shows;
-	// default DefaultEventWindow.
+	// Instructions and CoreInstructions replace DefaultInstructions and
+	// DefaultCoreInstructions when set.
+	Instructions     string
+	CoreInstructions string
+	// EventWindow is N, the events a prompt shows before the current
+	// message; default DefaultEventWindow (tunable event_window).
 	EventWindow int
-	// MaxSteps bounds the model calls of one turn; default DefaultMaxSteps.
+	// CompactionThresholdPercent is compaction_threshold_percent; default
+	// 80.
+	CompactionThresholdPercent int
+	// MaxSteps bounds the model calls of one edge turn; default
+	// DefaultMaxSteps.
 	MaxSteps int
-	// Notify tells the user something while a turn goes on: the model is
-	// rate-limited and the lane waits to retry. It may be nil.
+	// Budgets are the session and job budgets (tunables.budgets); zero
+	// fields take the design's defaults.
+	Budgets config.Budgets
+	// Reply delivers the edge's answer to each user message (DMSend kind
+	// reply, or error when Reply.Error). Handle's answers go to its caller
+	// instead.
+	Reply func(Reply)
+	// Report delivers the report of a core job: kind ReportCompleted or
+	// ReportTerminated once per job (mandatory, design §7.1), or an
+	// intermediate event type (need_info; progress, plan, partial_result
+	// for verbose jobs). The lead maps it to DMSend core_report with
+	// Core=job. It may be called after Run's context has ended.
+	Report func(job, kind, text string)
+	// Notify tells the user something while the lanes work: the model is
+	// rate-limited, working memory was compacted (DMSend notice).
 	Notify func(msg string)
-	// Log receives the lane's own records; nil discards them.
+	// Log receives the lane's records; nil discards them.
 	Log *slog.Logger
 }
 
-// Lane is the edge lane of one session: it answers user messages, one turn
-// at a time. Its methods are safe for concurrent use; turns take turns.
-type Lane struct {
-	cfg     Config
-	owner   lock.Owner
-	offered map[string]bool // names the lane may propose outside a skill
-	control map[string]string
-
-	mu     sync.Mutex
-	seen   int64      // the last revision taken from the log
-	hist   []entry    // rendered events of this lane, oldest first
-	active *skill.Run // the running skill, or nil
+// Reply is the edge's answer to one user message.
+type Reply struct {
+	ReplyTo string // the rpc.UserMessage.ID answered
+	Text    string
+	// Error marks a failure reported instead of an answer (§7.7).
+	Error bool
+	// Cores names the core jobs this turn started; each sends one report.
+	Cores []string
 }
 
-// New checks cfg and returns an idle lane.
+// Errors of the lane.
+var (
+	// ErrStopped: the lane has terminated (Run returned).
+	ErrStopped = errors.New("lane: stopped")
+	// ErrNotRunning: the call needs Run to be serving.
+	ErrNotRunning = errors.New("lane: Run is not serving")
+)
+
+// Lane is the cognition of one session: the edge lane, which answers user
+// messages one at a time, and the core jobs it spawns, each in its own
+// goroutine. Run serves it; its other methods are safe for concurrent use.
+type Lane struct {
+	cfg     Config
+	session *session
+	edge    *actor
+	sm      *machine[EdgeState]
+	events  *stream
+	control map[string]string // wire names of the skill control tools
+
+	mu       sync.Mutex
+	running  bool
+	stopped  bool
+	runCtx   context.Context
+	coreCtx  context.Context
+	stopCore context.CancelCauseFunc
+	queue    []item
+	wake     chan struct{}
+	inbox    []rpc.Injection
+	seenIDs  map[string]bool
+	jobs     map[string]*job // running, by name
+	ended    []*job          // the last maxEnded jobs that ended
+	spawned  int64
+	wg       sync.WaitGroup // running jobs
+
+	turnCores []string // jobs started by the current turn (edge goroutine)
+}
+
+// item is one queued user message.
+type item struct {
+	msg   rpc.UserMessage
+	reply chan Reply // Handle's; nil sends to Config.Reply
+}
+
+// maxEnded bounds the ended jobs choir.core.list and Status remember.
+const maxEnded = 16
+
+// New checks cfg and returns an idle lane. Run serves it.
 func New(cfg Config) (*Lane, error) {
 	switch {
 	case cfg.Model == nil:
@@ -113,8 +186,17 @@ func New(cfg Config) (*Lane, error) {
 	case cfg.Tools == nil:
 		return nil, errors.New("lane: Config.Tools is nil")
 	}
+	if cfg.CoreModel == nil {
+		cfg.CoreModel = cfg.Model
+	}
+	if cfg.CoreSettings == nil {
+		cfg.CoreSettings = cfg.Settings
+	}
 	if cfg.Instructions == "" {
 		cfg.Instructions = DefaultInstructions
+	}
+	if cfg.CoreInstructions == "" {
+		cfg.CoreInstructions = DefaultCoreInstructions
 	}
 	if cfg.EventWindow <= 0 {
 		cfg.EventWindow = DefaultEventWindow
@@ -128,177 +210,212 @@ func New(cfg Config) (*Lane, error) {
 	if cfg.Skills != nil && len(cfg.Skills.Names()) == 0 {
 		cfg.Skills = nil // nothing to start
 	}
-	l := &Lane{cfg: cfg, owner: lock.Edge, offered: map[string]bool{}, control: map[string]string{}}
-	for _, t := range cfg.Tools.LLMTools(tool.ForLane(tool.Edge)) {
-		l.offered[t.Name] = true
-	}
-	if cfg.Skills != nil {
-		l.offered[arbiter.StartTool] = true
+	cfg.Budgets = budgets(cfg.Budgets)
+	l := &Lane{
+		cfg:     cfg,
+		session: &session{lim: cfg.Budgets},
+		events:  newStream(),
+		control: map[string]string{},
+		wake:    make(chan struct{}, 1),
+		seenIDs: map[string]bool{},
+		jobs:    map[string]*job{},
 	}
 	for _, n := range []string{arbiter.StartTool, skill.TransitionTool, skill.FinishTool} {
 		l.control[openai.WireName(n)] = n
 	}
+	l.sm = newMachine(EdgeIdle, EdgeTransitions, string(lock.Edge), cfg.Log)
+	l.edge = newActor(l, lock.Edge, nil)
 	return l, nil
 }
 
-// Skill returns the running skill, or nil.
-func (l *Lane) Skill() *skill.Run {
+// Run serves the lane until ctx ends: it answers queued user messages one
+// full cycle each, in order, appends injections at safe points, and relays
+// the core jobs' events. When ctx ends, every core job is cancelled and
+// reported, the edge is TERMINATED, and Run returns nil (a clean stop).
+// An error means the lane could not go on (the arbiter stopped). Run is
+// called once.
+func (l *Lane) Run(ctx context.Context) error {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.active
-}
+	if l.running || l.stopped {
+		l.mu.Unlock()
+		return errors.New("lane: Run called twice")
+	}
+	l.running = true
+	l.runCtx = ctx
+	l.coreCtx, l.stopCore = context.WithCancelCause(ctx)
+	l.edge.life = ctx
+	l.mu.Unlock()
 
-// Handle answers one user message: it commits the message, calls the model
-// with the edge prompt, runs the tool calls the model asks for through the
-// arbiter and calls the model again, until the model answers in text or the
-// turn reaches MaxSteps. A failed model call is not an error: the reply
-// then says what failed (design §7.7) and the lane is ready for the next
-// message. The error is ctx's, or the arbiter's when it has stopped.
-func (l *Lane) Handle(ctx context.Context, message string) (reply string, err error) {
+	relayed := make(chan struct{})
+	go func() { defer close(relayed); l.events.serve(l.relay) }()
+
+	var fatal error
+	for fatal == nil {
+		it, ok := l.next(ctx)
+		if !ok {
+			break
+		}
+		fatal = l.cycle(ctx, it)
+	}
+	cause := errSessionStopped
+	if fatal != nil {
+		cause = fmt.Errorf("%w: %v", errEdgeFailed, fatal)
+	}
+	l.stopCore(cause)
+	l.wg.Wait()
+	l.events.close()
+	<-relayed
+
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	defer func() {
-		if err != nil && ctx.Err() != nil {
-			// The turn was cut short: say so in the log, whatever ctx.
-			l.cfg.Arbiter.Record(context.WithoutCancel(ctx), l.owner, arbiter.Cancelled, cancelledPayload{Reason: ctx.Err().Error()})
-		}
-	}()
-	l.sync()
-	l.trim()
-	if _, err := l.cfg.Arbiter.Record(ctx, l.owner, arbiter.UserMsg, arbiter.UserMsgPayload{Text: message}); err != nil {
-		return "", err
-	}
-	cur := len(l.hist)
-	l.sync()
-
-	for step := 0; ; step++ {
-		if step == l.cfg.MaxSteps {
-			reply = fmt.Sprintf("I stopped after %d model calls without finishing; tell me how to go on.", step)
-			return reply, l.fail(ctx, "", "max_steps exceeded", reply)
-		}
-		if err := l.stepSkill(ctx); err != nil {
-			return "", err
-		}
-		req, names, err := l.request(cur)
-		if err != nil {
-			return "", err
-		}
-		resp, err := l.call(ctx, req)
-		if err != nil {
-			if ctx.Err() != nil {
-				return "", ctx.Err()
-			}
-			reply = "the model failed: " + err.Error()
-			l.cfg.Log.Warn("model call failed", logs.KeyLane, string(l.owner), logs.KeyError, err.Error())
-			return reply, l.fail(ctx, req.Model, err.Error(), reply)
-		}
-		ev, err := l.cfg.Arbiter.Record(ctx, l.owner, arbiter.ModelOutput, outputPayload(req.Model, resp))
-		if err != nil {
-			return "", err
-		}
-		if len(resp.ToolCalls) == 0 {
-			l.sync()
-			if resp.Content == "" && resp.Refusal != "" {
-				return resp.Refusal, nil
-			}
-			return resp.Content, nil
-		}
-		for i, tc := range resp.ToolCalls {
-			if err := l.propose(ctx, fmt.Sprintf("%s/%d/%d", l.owner, ev.Rev, i), tc, names); err != nil {
-				return "", err
-			}
-		}
-		l.sync()
-	}
-}
-
-// fail records the failed end of a turn as a ModelOutput carrying the error;
-// it is logged and replicated, and left out of later prompts.
-func (l *Lane) fail(ctx context.Context, model, cause, reply string) error {
-	_, err := l.cfg.Arbiter.Record(ctx, l.owner, arbiter.ModelOutput, arbiter.ModelOutputPayload{Model: model, Text: reply, Error: cause})
-	l.sync()
-	return err
-}
-
-type cancelledPayload struct {
-	Reason string `json:"reason"`
-}
-
-// call makes one model call with the settings of the moment and the §7.7
-// answer to a 429: tell the user, wait, retry once.
-func (l *Lane) call(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
-	rl := openai.RateLimitRetry{DefaultWait: l.cfg.Settings().RateLimitWait}
-	if l.cfg.Notify != nil {
-		rl.Notify = func(wait time.Duration) {
-			l.cfg.Notify(fmt.Sprintf("The model is rate-limited; I will try again in %s.", wait.Round(time.Millisecond)))
+	l.stopped = true
+	pending := l.queue
+	l.queue = nil
+	l.mu.Unlock()
+	for _, it := range pending {
+		if it.reply != nil {
+			close(it.reply)
 		}
 	}
-	return l.cfg.Model.ChatWithRateLimitRetry(ctx, req, rl)
-}
-
-// stepSkill counts a model step of the running skill. A skill past its
-// max_steps has failed: the lane records it and goes on without it.
-func (l *Lane) stepSkill(ctx context.Context) error {
-	run := l.active
-	if run == nil {
-		return nil
-	}
-	if run.Ended() {
-		l.active = nil
-		return nil
-	}
-	if err := run.Step(); err == nil {
-		return nil
-	}
-	l.active = nil
-	_, err := l.cfg.Arbiter.Record(ctx, l.owner, arbiter.SkillTransition, arbiter.SkillTransitionPayload{
-		Skill: run.Skill(), From: run.State(), On: "fail", To: run.State(), Status: string(run.Status()), Reason: run.Reason(),
-	})
-	l.sync()
-	return err
-}
-
-// propose sends one tool call to the arbiter and keeps a skill it starts.
-func (l *Lane) propose(ctx context.Context, id string, tc openai.ToolCall, names *openai.NameMap) error {
-	run := l.active
-	out, err := l.cfg.Arbiter.Submit(ctx, arbiter.Proposal{
-		ID:         id,
-		Lane:       l.owner,
-		ToolCallID: tc.ID,
-		Tool:       l.canonical(tc.Name, names),
-		Input:      []byte(tc.Arguments),
-		Allowed:    l.allowed,
-		Skill:      run,
-	})
-	if err != nil {
-		return err
-	}
-	if out.Started != nil {
-		l.active = out.Started
-	}
-	if l.active != nil && l.active.Ended() {
-		l.active = nil
+	l.sm.to(EdgeTerminated, "Cancel")
+	l.cfg.Arbiter.Record(context.WithoutCancel(ctx), lock.Edge, arbiter.Cancelled, cancelledPayload{Reason: "the session stopped"})
+	if fatal != nil && ctx.Err() == nil {
+		return fatal
 	}
 	return nil
 }
 
-// allowed is the lane's allowlist: the tools offered to the edge, and the
-// skill start tool when there are skills.
-func (l *Lane) allowed(name string) bool { return l.offered[name] }
+var (
+	errSessionStopped = errors.New("the session stopped")
+	errEdgeFailed     = errors.New("the edge lane failed")
+)
 
-// canonical maps the name a model called back to a canonical name: through
-// the request's map, else the registry and the skill control tools (a tool
-// not offered now still gets a precise answer from the arbiter), else the
-// name as sent, which the arbiter answers with unknown_tool.
-func (l *Lane) canonical(wire string, names *openai.NameMap) string {
-	if c, err := names.Canonical(wire); err == nil {
-		return c
+// next waits for the next queued message, delivering injections that
+// arrive while the edge is idle (its safe point). false when ctx ends.
+func (l *Lane) next(ctx context.Context) (item, bool) {
+	for {
+		l.edge.deliverInjections(ctx)
+		l.mu.Lock()
+		if len(l.queue) > 0 {
+			it := l.queue[0]
+			l.queue = l.queue[1:]
+			l.mu.Unlock()
+			return it, true
+		}
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return item{}, false
+		case <-l.wake:
+		}
 	}
-	if c, ok := l.cfg.Tools.LookupWire(wire); ok {
-		return c
-	}
-	if c, ok := l.control[wire]; ok {
-		return c
-	}
-	return strings.TrimSpace(wire)
 }
+
+func (l *Lane) signal() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Post queues a user message for the edge. Messages are answered one at a
+// time in the order posted, each through Config.Reply. A message whose ID
+// was seen before is dropped (delivery may repeat): Post reports false.
+func (l *Lane) Post(m rpc.UserMessage) bool {
+	return l.post(item{msg: m})
+}
+
+func (l *Lane) post(it item) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || !l.remember("msg:"+it.msg.ID) {
+		return false
+	}
+	l.queue = append(l.queue, it)
+	l.signal()
+	return true
+}
+
+// remember records an id, with mu held; false when it was seen.
+func (l *Lane) remember(id string) bool {
+	if id == "msg:" || id == "inj:" {
+		return true
+	}
+	if l.seenIDs[id] {
+		return false
+	}
+	l.seenIDs[id] = true
+	return true
+}
+
+// Handle posts text as a user message and waits for its answer: the reply,
+// or the failure the user would be told (§7.7). The answer comes once Run
+// serves the queue; ctx bounds the wait only.
+func (l *Lane) Handle(ctx context.Context, text string) (string, error) {
+	ch := make(chan Reply, 1)
+	if !l.post(item{msg: rpc.UserMessage{Text: text}, reply: ch}) {
+		return "", ErrStopped
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return "", ErrStopped
+		}
+		return r.Text, nil
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+// Inject appends /inject text to the edge's context at its next safe
+// point: after the model reply or tool results being handled, or at once
+// when the edge is idle. It is not queued as a message and gets no reply
+// of its own. A repeated ID is dropped.
+func (l *Lane) Inject(in rpc.Injection) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped || !l.remember("inj:"+in.ID) {
+		return
+	}
+	l.inbox = append(l.inbox, in)
+	l.signal()
+}
+
+// takeInbox returns and clears the pending injections.
+func (l *Lane) takeInbox() []rpc.Injection {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	in := l.inbox
+	l.inbox = nil
+	return in
+}
+
+// Cancel cancels the running core job called name (the cancel push event)
+// and waits until it has terminated, or ctx ends. Its report follows.
+func (l *Lane) Cancel(ctx context.Context, name string) error {
+	_, err := l.cancelJob(ctx, name, "", errCancelled)
+	return err
+}
+
+// Compact compacts the edge lane's working memory now (/compact, choirctl
+// session compact) and waits for it, or for ctx. The lane keeps working
+// meanwhile; the user is told through Config.Notify when it is done.
+func (l *Lane) Compact(ctx context.Context) error {
+	l.mu.Lock()
+	base := l.runCtx
+	l.mu.Unlock()
+	if base == nil {
+		return ErrNotRunning
+	}
+	select {
+	case err := <-l.edge.mem.Compact(base):
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// State returns the edge's state.
+func (l *Lane) State() EdgeState { return l.sm.get() }
+
+// Skill returns the edge's running skill, or nil.
+func (l *Lane) Skill() *skill.Run { return l.edge.skill() }

@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"choir/agent/arbiter"
+	"choir/agent/memory"
 	"choir/internal/openai"
+	"choir/internal/rpc"
 	"choir/testkit/openaitest"
 )
 
@@ -201,16 +203,16 @@ func TestEventWindow(t *testing.T) {
 }
 
 func TestPairCalls(t *testing.T) {
-	call := func(ids ...string) entry {
+	call := func(ids ...string) memory.Entry {
 		var cs []openai.ToolCall
 		for _, id := range ids {
 			cs = append(cs, openai.ToolCall{ID: id, Name: "n"})
 		}
-		return entry{msg: openai.AssistantMessage("", cs...)}
+		return memory.Entry{Msg: openai.AssistantMessage("", cs...)}
 	}
-	res := func(id string) entry { return entry{msg: openai.ToolMessage(id, "r"+id)} }
-	usr := func(s string) entry { return entry{msg: openai.UserMessage(s)} }
-	got := pairCalls(nil, []entry{res("old"), usr("u"), call("a", "b"), res("b"), usr("v"), call("c"), res("c"), call("d")})
+	res := func(id string) memory.Entry { return memory.Entry{Msg: openai.ToolMessage(id, "r"+id)} }
+	usr := func(s string) memory.Entry { return memory.Entry{Msg: openai.UserMessage(s)} }
+	got := pairCalls(nil, []memory.Entry{res("old"), usr("u"), call("a", "b"), res("b"), usr("v"), call("c"), res("c"), call("d")})
 	var s []string
 	for _, m := range got {
 		switch {
@@ -228,32 +230,47 @@ func TestPairCalls(t *testing.T) {
 	if !slices.Equal(s, want) {
 		t.Errorf("pairCalls = %v; want %v", s, want)
 	}
+	// A note committed between a call and its result waits for the result.
+	got = pairCalls(nil, []memory.Entry{call("a"), usr("core ended"), res("a"), usr("next")})
+	s = s[:0]
+	for _, m := range got {
+		s = append(s, m.Role+":"+m.Content)
+	}
+	want = []string{"assistant:", "tool:ra", "user:core ended", "user:next"}
+	if !slices.Equal(s, want) {
+		t.Errorf("pairCalls with a note = %v; want %v", s, want)
+	}
 }
 
-// Cancelling a turn while the model thinks ends Handle with ctx's error and
-// records the cancellation; the lane serves the next message.
-func TestCancelledTurn(t *testing.T) {
+// Stopping the session while the model thinks ends the turn: Handle learns
+// that the lane stopped, the cancellation is recorded, the edge is
+// TERMINATED and takes no more messages.
+func TestSessionStopsMidTurn(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	arrived := make(chan struct{})
-	e.model.Expect(
-		openaitest.Chat().Check(func(testing.TB, *openaitest.Request) { close(arrived) }).Hang(),
-		openaitest.Chat().ReplyText("here"))
-	ctx, cancel := context.WithCancel(context.Background())
+	e.model.Expect(openaitest.Chat().Check(func(testing.TB, *openaitest.Request) { close(arrived) }).Hang())
 	done := make(chan error, 1)
 	go func() {
-		_, err := e.lane.Handle(ctx, "slow")
+		_, err := e.lane.Handle(context.Background(), "slow")
 		done <- err
 	}()
 	<-arrived
-	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
-		t.Errorf("Handle = %v; want context.Canceled", err)
+	e.stop()
+	if err := <-done; !errors.Is(err, ErrStopped) {
+		t.Errorf("Handle = %v; want ErrStopped", err)
 	}
+	if err := <-e.ran; err != nil {
+		t.Errorf("Run = %v; want nil (a clean stop)", err)
+	}
+	e.ran <- nil // for the cleanup
 	if len(e.events(arbiter.Cancelled)) != 1 {
 		t.Errorf("events = %v; want one Cancelled", e.a.Events(0))
 	}
-	if got := e.handle("again"); got != "here" {
-		t.Errorf("next reply = %q", got)
+	if got := e.lane.State(); got != EdgeTerminated {
+		t.Errorf("State = %v; want EDGE_TERMINATED", got)
+	}
+	if e.lane.Post(rpc.UserMessage{Text: "more"}) {
+		t.Error("Post after the stop = true")
 	}
 }
 

@@ -6,50 +6,103 @@ import (
 	"strings"
 
 	"choir/agent/arbiter"
+	"choir/agent/memory"
 	"choir/agent/skill"
 	"choir/agent/tool"
 	"choir/internal/openai"
 	"choir/internal/rpc"
 )
 
-// entry is one committed event of this lane rendered as a chat message.
-type entry struct {
-	rev int64
-	msg openai.Message
-}
+// DefaultInstructions are the edge lane's behavioural instructions, the
+// first part of its system prompt.
+const DefaultInstructions = `You are the user's personal agent, talking with them in a direct message. ` +
+	`Answer their message. You can act only through the tools offered in this request: ` +
+	`call them when the task needs the workspace or the outside world, and answer in plain text when you are done. ` +
+	`A tool result is JSON; an error result says what was wrong and what to do instead.`
 
-// sync takes the lane's new events from the log and renders them.
-func (l *Lane) sync() {
-	for _, e := range l.cfg.Arbiter.Events(l.seen) {
-		l.seen = e.Rev
-		if e.Lane != arbiter.LaneEdge {
-			continue
-		}
-		if m, ok := render(e); ok {
-			l.hist = append(l.hist, entry{e.Rev, m})
-		}
+// coreGuide is added to the edge's instructions when it can spawn cores.
+const coreGuide = `For complex, multi-step work, or when the user asks for it, start a core job with ` + SpawnTool +
+	`: a stronger model that works in the background while you keep talking with the user. Give it a short job_name and a clean task_spec ` +
+	`written by you (not the user's words), with only the facts, excerpts and constraints it needs; it never sees this conversation. ` +
+	`Relay what the user wants a running job to know with ` + InjectTool + `, stop one with ` + CancelTool + `, and see them with ` + ListTool + `. ` +
+	`While core jobs run you may only use read-only tools. When a job ends the user receives its report; you are told too.`
+
+// DefaultCoreInstructions are a core job's behavioural instructions.
+const DefaultCoreInstructions = `You are a core job of a personal agent: a worker that carries out one task, given at the end of this conversation ` +
+	`by the agent's edge lane, which talks with the user. You cannot talk with the user. Plan, then act through the tools offered, ` +
+	`checking your work. A tool result is JSON; an error result says what was wrong and what to do instead. ` +
+	`Report progress, your plan, or what you need to know with ` + ReportTool + `; finish with ` + FinishTool + `.`
+
+// Payloads of the events the lanes record besides the arbiter's own.
+type (
+	cancelledPayload struct {
+		Reason string `json:"reason"`
 	}
-}
-
-// trim keeps the last EventWindow entries: all a prompt can show.
-func (l *Lane) trim() {
-	if n := len(l.hist) - l.cfg.EventWindow; n > 0 {
-		l.hist = append(l.hist[:0], l.hist[n:]...)
+	injectionPayload struct {
+		From string `json:"from"` // user (/inject) or edge (choir.core.inject)
+		ID   string `json:"id,omitempty"`
+		Job  string `json:"job,omitempty"`
+		Text string `json:"text"`
 	}
+	startedPayload struct {
+		Job   string       `json:"job"`
+		JobID string       `json:"job_id"`
+		Start CoreJobStart `json:"start"`
+	}
+	stoppedPayload struct {
+		Error     *JobError    `json:"error,omitempty"`
+		Final     *FinalResult `json:"final_result,omitempty"`
+		Job       string       `json:"job"`
+		JobID     string       `json:"job_id"`
+		State     string       `json:"state"`
+		Steps     int          `json:"steps"`
+		ToolCalls int          `json:"tool_calls"`
+	}
+)
+
+// fields are the payload members render looks at, of any event type.
+type fields struct {
+	Job        string          `json:"job"`
+	Text       string          `json:"text"`
+	Error      json.RawMessage `json:"error"`
+	From       string          `json:"from"`
+	ToolCallID string          `json:"tool_call_id"`
+	Output     json.RawMessage `json:"output"`
+	Tool       string          `json:"tool"`
+	ID         string          `json:"id"`
+	Skill      string          `json:"skill"`
+	Status     string          `json:"status"`
+	Reason     string          `json:"reason"`
 }
 
-// render turns one event into the message a prompt shows for it. Only what
-// the model said or was told is shown: user messages, model replies, tool
-// results, and the end of a skill that no tool call reported.
-func render(e rpc.Event) (openai.Message, bool) {
+// render turns one committed event into the message this lane's prompts
+// show for it, if it shows one. A lane sees its own user messages (the
+// edge), model replies, tool results, refusals, injections and skill ends;
+// the edge also sees core jobs end and ask for information; a core job
+// sees nothing of the edge's or of other jobs.
+func (a *actor) render(e rpc.Event) (openai.Message, bool) {
+	var f fields
+	switch {
+	case a.job == nil && e.Lane == arbiter.LaneEdge:
+	case a.job == nil && e.Lane == arbiter.LaneCore && (e.Type == arbiter.CoreStopped || e.Type == arbiter.ToolResultCommitted):
+	case a.job != nil && e.Lane == arbiter.LaneCore:
+	default:
+		return openai.Message{}, false
+	}
+	if json.Unmarshal(e.Payload, &f) != nil {
+		return openai.Message{}, false
+	}
+	if e.Lane == arbiter.LaneCore && a.job != nil && f.Job != a.job.name {
+		return openai.Message{}, false
+	}
+	if e.Lane == arbiter.LaneCore && a.job == nil {
+		return edgeNote(e, f)
+	}
 	switch e.Type {
 	case arbiter.UserMsg:
-		var p arbiter.UserMsgPayload
-		if json.Unmarshal(e.Payload, &p) == nil {
-			return openai.UserMessage(p.Text), true
-		}
+		return openai.UserMessage(f.Text), true
 	case arbiter.ModelOutput:
-		var p arbiter.ModelOutputPayload
+		var p output
 		if json.Unmarshal(e.Payload, &p) != nil || p.Error != "" {
 			return openai.Message{}, false // a failed call said nothing
 		}
@@ -58,19 +111,58 @@ func render(e rpc.Event) (openai.Message, bool) {
 			calls[i] = openai.ToolCall{ID: c.ID, Name: wireSafe(c.Name), Arguments: c.Arguments}
 		}
 		return openai.AssistantMessage(p.Text, calls...), true
-	case arbiter.ToolResultCommitted:
-		var p arbiter.ResultCommitted
-		if json.Unmarshal(e.Payload, &p) == nil && p.ToolCallID != "" {
-			return openai.ToolMessage(p.ToolCallID, string(p.Output)), true
+	case arbiter.ToolResultCommitted, arbiter.Cancelled:
+		if f.ToolCallID != "" && len(f.Output) > 0 {
+			return openai.ToolMessage(f.ToolCallID, string(f.Output)), true
 		}
+	case arbiter.InjectedInstruction:
+		if f.From == "edge" {
+			return openai.UserMessage("[edge] New instruction for this job: " + f.Text), true
+		}
+		return openai.UserMessage("[/inject] " + f.Text), true
 	case arbiter.SkillTransition:
-		var p arbiter.SkillTransitionPayload
-		if json.Unmarshal(e.Payload, &p) == nil && p.ID == "" {
-			note := fmt.Sprintf("[choir] The skill %s ended with the status %s", p.Skill, p.Status)
-			if p.Reason != "" {
-				note += ": " + p.Reason
+		if f.ID == "" {
+			note := fmt.Sprintf("[choir] The skill %s ended with the status %s", f.Skill, f.Status)
+			if f.Reason != "" {
+				note += ": " + f.Reason
 			}
 			return openai.UserMessage(note + "."), true
+		}
+	}
+	return openai.Message{}, false
+}
+
+// edgeNote is what the edge sees of a core job's event: its end, and a
+// question it asks.
+func edgeNote(e rpc.Event, f fields) (openai.Message, bool) {
+	switch e.Type {
+	case arbiter.CoreStopped:
+		var p stoppedPayload
+		json.Unmarshal(e.Payload, &p)
+		var b strings.Builder
+		switch {
+		case p.Final != nil:
+			fmt.Fprintf(&b, "[choir] Core job %s completed: %s", p.Job, p.Final.Summary)
+			if len(p.Final.Result) > 0 {
+				b.WriteString("\nResult: " + cutText(string(p.Final.Result), 2000))
+			}
+		case p.Error != nil:
+			fmt.Fprintf(&b, "[choir] Core job %s terminated (%s): %s", p.Job, p.Error.Code, p.Error.Message)
+		default:
+			fmt.Fprintf(&b, "[choir] Core job %s ended (%s)", p.Job, p.State)
+		}
+		b.WriteString("\nThe user has been sent its report.")
+		return openai.UserMessage(b.String()), true
+	case arbiter.ToolResultCommitted:
+		if f.Tool != ReportTool {
+			break
+		}
+		var r struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(f.Output, &r) == nil && r.Type == EventNeedInfo {
+			return openai.UserMessage(fmt.Sprintf("[choir] Core job %s needs information (the user was asked too): %s", f.Job, r.Text)), true
 		}
 	}
 	return openai.Message{}, false
@@ -95,9 +187,24 @@ const missingResult = `{"error":{"code":"no_result","message":"this call has no 
 
 // pairCalls keeps tool calls and tool results matched, as the API demands:
 // a tool message whose call is not shown (it rolled out of the window) is
-// dropped, and a call without a result gets missingResult.
-func pairCalls(dst []openai.Message, msgs []entry) []openai.Message {
+// dropped, a call without a result gets missingResult, and a note that was
+// committed between a call and its result (a core job ended meanwhile)
+// waits until the results are shown.
+func pairCalls(dst []openai.Message, msgs []memory.Entry) []openai.Message {
 	var open []string // calls of the last assistant message still unanswered
+	var held []openai.Message
+	answered := func() bool {
+		for _, id := range open {
+			if id != "" {
+				return false
+			}
+		}
+		return true
+	}
+	release := func() {
+		dst = append(dst, held...)
+		held = held[:0]
+	}
 	flush := func() {
 		for _, id := range open {
 			if id != "" {
@@ -105,43 +212,53 @@ func pairCalls(dst []openai.Message, msgs []entry) []openai.Message {
 			}
 		}
 		open = open[:0]
+		release()
 	}
 	for _, e := range msgs {
-		m := e.msg
-		if m.Role == openai.RoleTool {
+		m := e.Msg
+		switch {
+		case m.Role == openai.RoleTool:
 			for i, id := range open {
-				if id == m.ToolCallID {
+				if id == m.ToolCallID && id != "" {
 					dst = append(dst, m)
 					open[i] = ""
 					break
 				}
 			}
-			continue
-		}
-		flush()
-		dst = append(dst, m)
-		for _, c := range m.ToolCalls {
-			open = append(open, c.ID)
+			if answered() {
+				release()
+			}
+		case m.Role != openai.RoleAssistant && !answered():
+			held = append(held, m)
+		default:
+			flush()
+			dst = append(dst, m)
+			for _, c := range m.ToolCalls {
+				open = append(open, c.ID)
+			}
 		}
 	}
 	flush()
 	return dst
 }
 
-// request builds the next model call from the edge layout (design §11.3):
+// request builds the lane's next model call in its §11.3 layout:
 //
-//	system   lane instructions + skill summaries (+ the running skill's state)
-//	system   USER.md
-//	system   SOUL.md
-//	system   reference summary (none yet: compaction is a later issue)
-//	...      event window: the last EventWindow events before this message
+//	edge                              core
+//	system   instructions + skills    system   core instructions + skills
+//	system   USER.md                  system   SOUL-CORE.md
+//	system   SOUL.md                  system   reference summary
+//	system   reference summary        ...      event window
+//	...      event window             user     CoreJobStart
 //	user     the current message
-//	...      this turn so far: model replies and tool results
+//	...      this turn so far
 //
-// Tool schemas go only in the tools parameter, under wire-safe names.
-func (l *Lane) request(cur int) (openai.ChatRequest, *openai.NameMap, error) {
-	set := l.cfg.Settings()
-	defs := l.tools()
+// (the edge's window is the last N events before the current message;
+// the current message is pinned in it and never compacted). Empty parts are
+// left out. Tool schemas go only in the tools parameter, under wire-safe
+// names. It also sizes the fixed content for the compaction threshold.
+func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, error) {
+	defs := a.tools()
 	canon := make([]string, len(defs))
 	for i, d := range defs {
 		canon[i] = d.Name
@@ -151,23 +268,44 @@ func (l *Lane) request(cur int) (openai.ChatRequest, *openai.NameMap, error) {
 		return openai.ChatRequest{}, nil, fmt.Errorf("lane: tools for the model: %w", err)
 	}
 	tools := make([]openai.Tool, len(defs))
+	fixed := 0
 	for i, d := range defs {
 		w, _ := names.Wire(d.Name)
 		tools[i] = openai.Tool{Name: w, Description: d.Description, Parameters: d.Parameters}
+		fixed += memory.Tokens(len(w) + len(d.Description) + len(d.Parameters))
 	}
 
-	msgs := make([]openai.Message, 0, 4+len(l.hist))
-	msgs = append(msgs, openai.SystemMessage(l.systemPrompt()))
-	if s := strings.TrimSpace(l.cfg.Identity.UserMD); s != "" {
-		msgs = append(msgs, openai.SystemMessage("# USER.md\n\n"+s))
+	sum, win := a.mem.View()
+	msgs := make([]openai.Message, 0, 6+len(win))
+	msgs = append(msgs, openai.SystemMessage(a.systemPrompt()))
+	if a.job == nil {
+		if s := strings.TrimSpace(a.l.cfg.Identity.UserMD); s != "" {
+			msgs = append(msgs, openai.SystemMessage("# USER.md\n\n"+s))
+		}
+		if s := strings.TrimSpace(a.l.cfg.Identity.SoulMD); s != "" {
+			msgs = append(msgs, openai.SystemMessage("# SOUL.md\n\n"+s))
+		}
+	} else if s := strings.TrimSpace(a.l.cfg.Identity.SoulCoreMD); s != "" {
+		msgs = append(msgs, openai.SystemMessage("# SOUL-CORE.md\n\n"+s))
 	}
-	if s := strings.TrimSpace(l.cfg.Identity.SoulMD); s != "" {
-		msgs = append(msgs, openai.SystemMessage("# SOUL.md\n\n"+s))
+	if !sum.Empty() {
+		msgs = append(msgs, openai.SystemMessage("# Reference summary\n\nWhat has left your event window; look events up by id with "+QueryTool+".\n\n"+string(sum.JSON())))
 	}
-	// The window, the current message and the turn. Pairing runs over all
-	// of it: a result committed late (its turn was cancelled) is dropped
-	// rather than shown after a later message.
-	msgs = pairCalls(msgs, l.hist[max(0, cur-l.cfg.EventWindow):])
+	for _, m := range msgs {
+		fixed += memory.MessageTokens(m)
+	}
+	for _, e := range win {
+		if e.Rev == a.pin {
+			fixed += e.Tokens()
+		}
+	}
+	msgs = pairCalls(msgs, win)
+	if a.job != nil {
+		m := openai.UserMessage(a.job.start.message())
+		fixed += memory.MessageTokens(m)
+		msgs = append(msgs, m)
+	}
+	a.fixed = fixed
 	return openai.ChatRequest{
 		Model:           set.Model,
 		Messages:        msgs,
@@ -177,38 +315,62 @@ func (l *Lane) request(cur int) (openai.ChatRequest, *openai.NameMap, error) {
 	}, names, nil
 }
 
-// tools are the tools offered now: the edge's tools and the skill start
-// tool, or, while a skill runs, its state's tools and its control tools.
-func (l *Lane) tools() []tool.LLMTool {
-	if run := l.active; run != nil {
-		defs := l.cfg.Tools.LLMTools(tool.All(tool.ForLane(tool.Edge), tool.Among(run.AllowedTools())))
+// readOnly are the tools the edge keeps while core jobs run (design §7.2).
+var readOnly = map[string]bool{
+	"choir.fs.read": true, "choir.fs.search": true, "choir.web.search": true, QueryTool: true,
+	SpawnTool: true, InjectTool: true, CancelTool: true, ListTool: true,
+}
+
+// tools are the tools offered now: the lane's tools (for the edge while
+// cores run, the read-only ones) and the skill start tool, or, while a
+// skill runs, its state's tools and its control tools.
+func (a *actor) tools() []tool.LLMTool {
+	reg := a.l.cfg.Tools
+	if run := a.skill(); run != nil {
+		defs := reg.LLMTools(tool.All(a.filter(), tool.Among(run.AllowedTools())))
 		for _, d := range run.Tools() {
 			defs = append(defs, tool.LLMTool(d))
 		}
 		return defs
 	}
-	defs := l.cfg.Tools.LLMTools(tool.ForLane(tool.Edge))
-	if l.cfg.Skills != nil {
-		defs = append(defs, tool.LLMTool(arbiter.StartToolDef(l.cfg.Skills)))
+	busy := a.job == nil && a.l.coresRunning() > 0
+	keep := a.filter()
+	if busy {
+		keep = tool.All(keep, func(t tool.Tool) bool { return readOnly[t.Name()] })
+	}
+	defs := reg.LLMTools(keep)
+	if a.offered[arbiter.StartTool] && !busy {
+		defs = append(defs, tool.LLMTool(arbiter.StartToolDef(a.l.cfg.Skills)))
 	}
 	return defs
 }
 
 // systemPrompt is the lane's instructions, the skills it can start and, while
-// one runs, where it stands: the only part of a skill the model sees.
-func (l *Lane) systemPrompt() string {
+// one runs, where it stands: the only part of a skill the model sees. The
+// edge's also says which core jobs run.
+func (a *actor) systemPrompt() string {
 	var b strings.Builder
-	b.WriteString(l.cfg.Instructions)
-	if l.cfg.Skills != nil {
-		if names := l.cfg.Skills.Names(); len(names) > 0 {
+	if a.job == nil {
+		b.WriteString(a.l.cfg.Instructions)
+		if a.offered[SpawnTool] {
+			b.WriteString("\n\n" + coreGuide)
+			if running := a.l.runningNames(); len(running) > 0 {
+				fmt.Fprintf(&b, "\n\nCore jobs running now: %s.", strings.Join(running, ", "))
+			}
+		}
+	} else {
+		b.WriteString(a.l.cfg.CoreInstructions)
+	}
+	if a.offered[arbiter.StartTool] {
+		if names := a.l.cfg.Skills.Names(); len(names) > 0 {
 			fmt.Fprintf(&b, "\n\nSkills you can start with %s:", arbiter.StartTool)
 			for _, n := range names {
-				spec, _ := l.cfg.Skills.Lookup(n)
+				spec, _ := a.l.cfg.Skills.Lookup(n)
 				fmt.Fprintf(&b, "\n- %s: %s", n, spec.Description)
 			}
 		}
 	}
-	if run := l.active; run != nil {
+	if run := a.skill(); run != nil {
 		fmt.Fprintf(&b, "\n\nThe skill %s is running, in the state %s.\nObjective: %s", run.Skill(), run.State(), run.Objective())
 		if tr := run.Transitions(); len(tr) > 0 {
 			fmt.Fprintf(&b, "\nWhen the objective is met, call %s with one of: %s.", skill.TransitionTool, strings.Join(tr, ", "))
@@ -217,16 +379,4 @@ func (l *Lane) systemPrompt() string {
 		}
 	}
 	return b.String()
-}
-
-// outputPayload is the ModelOutput event of a reply.
-func outputPayload(model string, resp *openai.ChatResponse) arbiter.ModelOutputPayload {
-	p := arbiter.ModelOutputPayload{Model: model, Text: resp.Content}
-	if p.Text == "" {
-		p.Text = resp.Refusal
-	}
-	for _, c := range resp.ToolCalls {
-		p.ToolCalls = append(p.ToolCalls, arbiter.ModelToolCall{ID: c.ID, Name: c.Name, Arguments: c.Arguments})
-	}
-	return p
 }

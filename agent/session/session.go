@@ -98,6 +98,9 @@ func New(cp rpc.ControlPlane, id Identity, v rpc.ImageInfo, heartbeat time.Durat
 	return &Session{cp: cp, id: id, version: v, interval: heartbeat, log: log}
 }
 
+// ID is the session's identity.
+func (s *Session) ID() Identity { return s.id }
+
 // ConfigVersion is the config version the agent runs with.
 func (s *Session) ConfigVersion() int64 {
 	s.mu.Lock()
@@ -162,9 +165,8 @@ func (s *Session) open(ctx context.Context) error {
 		return fmt.Errorf("INIT_HELLO: %w", err)
 	}
 	s.Bindings = hello.ResourceBindings
-	s.mu.Lock()
-	s.configVersion = hello.ConfigVersion
-	s.mu.Unlock()
+	// The config version stays 0 until the first FETCH_DYNAMIC_CONFIG
+	// brings the config itself.
 	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)
 	if err := s.fetchSecrets(ctx); err != nil {
 		return err

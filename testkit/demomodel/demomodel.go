@@ -49,7 +49,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 type message struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCalls  json.RawMessage `json:"tool_calls,omitempty"`
 }
 
 type request struct {
@@ -112,12 +113,15 @@ var (
 func decide(req request, offered map[string]string) (string, []call) {
 	last := req.Messages[len(req.Messages)-1]
 	if finish := find(offered, "core_finish"); finish != "" {
-		return "", []call{{finish, map[string]any{"result": map[string]any{"summary": "the demo model finished this job at once: " + firstLine(briefing(req))}}}}
+		return "", []call{{finish, map[string]any{"summary": Prefix + "finished this job at once: " + firstLine(briefing(req))}}}
 	}
 	if delta := find(offered, "memory_delta"); delta != "" {
 		return "", []call{{delta, map[string]any{"memory_delta": map[string]any{"mode": "append", "summary_update": "Earlier messages were compacted by the demo model."}}}}
 	}
 	if last.Role == "tool" {
+		if retry, ok := createInstead(req); ok {
+			return "", []call{retry}
+		}
 		return "done. " + toolAccount(req), nil
 	}
 	text := contentText(last.Content)
@@ -184,12 +188,23 @@ func toolAccount(req request) string {
 	return strings.Join(parts, "\n")
 }
 
-// briefing is the core job's task: the last user message of its prompt.
+// briefing is the core job's task: the task_spec of the CoreJobStart the
+// lane puts last in a core's prompt ("# CoreJobStart\n\n{json}…").
 func briefing(req request) string {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == "user" {
-			return contentText(req.Messages[i].Content)
+		if req.Messages[i].Role != "user" {
+			continue
 		}
+		text := contentText(req.Messages[i].Content)
+		if rest, ok := strings.CutPrefix(text, "# CoreJobStart\n\n"); ok {
+			var start struct {
+				TaskSpec string `json:"task_spec"`
+			}
+			if json.NewDecoder(strings.NewReader(rest)).Decode(&start) == nil && start.TaskSpec != "" {
+				return start.TaskSpec
+			}
+		}
+		return text
 	}
 	return "its task"
 }
@@ -223,4 +238,32 @@ func firstLine(s string) string {
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v)
+}
+
+// createInstead retries an append that failed because the file does not
+// exist yet as a create: the note is the first one.
+func createInstead(req request) (call, bool) {
+	n := len(req.Messages)
+	if n < 2 || !strings.Contains(contentText(req.Messages[n-1].Content), "op create") {
+		return call{}, false
+	}
+	var prev struct {
+		ToolCalls []struct {
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+		} `json:"tool_calls"`
+	}
+	raw, _ := json.Marshal(req.Messages[n-2])
+	json.Unmarshal(raw, &prev)
+	if len(prev.ToolCalls) != 1 {
+		return call{}, false
+	}
+	var args map[string]any
+	if json.Unmarshal([]byte(prev.ToolCalls[0].Function.Arguments), &args) != nil || args["op"] != "append" {
+		return call{}, false
+	}
+	args["op"] = "create"
+	return call{prev.ToolCalls[0].Function.Name, args}, true
 }

@@ -1,0 +1,386 @@
+// Package assembly assembles choir-agent once its session is open: the tool
+// registry (the workspace tools, the lanes' own tools, the propose meta
+// tools, and the external tools baked into /choir/tools), the skills, the
+// arbiter and the lanes, with the model settings and secrets read from the
+// session at every call. It connects them to the session: user messages
+// and injections from the push channel go to the edge lane (each message
+// once, by id), replies, core reports and notices go back to the bound DM
+// through choird's choir.dm.send, and the arbiter's log is what heartbeats
+// replicate.
+package assembly
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"choir/agent/arbiter"
+	"choir/agent/lane"
+	"choir/agent/lock"
+	"choir/agent/session"
+	"choir/agent/skill"
+	"choir/agent/tool"
+	"choir/agent/tool/workspace"
+	"choir/internal/config"
+	"choir/internal/openai"
+	"choir/internal/rpc"
+)
+
+// Config says where the image's content and the workspace are.
+type Config struct {
+	ChoirDir  string // /choir: tools/, skills/, USER.md, SOUL.md, SOUL-CORE.md
+	Workspace string // /workspace
+	Log       *slog.Logger
+}
+
+// Runtime is one agent's cognition inside its container.
+type Runtime struct {
+	cfg  Config
+	cp   rpc.ControlPlane
+	sess *session.Session
+	log  *slog.Logger
+
+	arb    *arbiter.Arbiter
+	lane   *lane.Lane
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+
+	mu      sync.Mutex
+	seen    map[string]bool // user message ids already queued
+	order   []string        // oldest first, to bound seen
+	clients map[string]*openai.Client
+}
+
+// maxSeen bounds the remembered message ids (at-least-once delivery only
+// repeats recent messages).
+const maxSeen = 4096
+
+// New prepares the runtime; Attach connects it to the session's hooks.
+func New(cp rpc.ControlPlane, sess *session.Session, cfg Config) *Runtime {
+	return &Runtime{cfg: cfg, cp: cp, sess: sess, log: cfg.Log, seen: map[string]bool{}, clients: map[string]*openai.Client{}}
+}
+
+// Attach installs the runtime in the session's hooks.
+func (rt *Runtime) Attach() {
+	rt.sess.Hooks = session.Hooks{
+		Opened: rt.open,
+		Push:   rt.push,
+		Events: func(after int64) []rpc.Event { return rt.arbiter().Events(after) },
+		HashAt: func(rev int64) string {
+			h, _ := rt.arbiter().HashAt(rev)
+			return h
+		},
+		Stopping: rt.stop,
+		Status:   func() []rpc.StatusReq { return rt.status() },
+	}
+}
+
+func (rt *Runtime) arbiter() *arbiter.Arbiter {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.arb
+}
+
+// open builds everything and starts the arbiter and the lanes.
+func (rt *Runtime) open(ctx context.Context) error {
+	id := readIdentity(rt.cfg.ChoirDir, rt.log)
+	propose := func(ctx context.Context, kind string, payload json.RawMessage) (string, string, error) {
+		resp, err := rt.cp.RequestApproval(ctx, rpc.ApprovalReq{RequestType: kind, Payload: payload})
+		return resp.ApprovalID, resp.Status, err
+	}
+	host := func(ctx context.Context, name, callID string, input json.RawMessage) (json.RawMessage, error) {
+		resp, err := rt.cp.ExecuteHostTool(ctx, rpc.HostToolReq{ToolName: name, CallID: callID, Input: input})
+		if err != nil {
+			return nil, err
+		}
+		return resp.Output, nil
+	}
+	builtins := workspace.Tools(workspace.Options{})
+	builtins = append(builtins, lane.Tools(host)...)
+	var known func(string) bool // the registry, once built, for proposed skills
+	builtins = append(builtins, tool.ProposeTools(propose, func(name string) bool { return known != nil && known(name) })...)
+	tools, err := tool.Load(builtins, filepath.Join(rt.cfg.ChoirDir, "tools", "global"), filepath.Join(rt.cfg.ChoirDir, "tools", "agent"))
+	if err != nil {
+		return fmt.Errorf("load tools: %w", err)
+	}
+	known = tools.Has
+	skills, err := loadSkills(filepath.Join(rt.cfg.ChoirDir, "skills"), tools.Has)
+	if err != nil {
+		return err
+	}
+	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
+		Secrets: func(name string) (string, bool) { return rt.sess.Secrets.Get(name) }})
+	dyn := rt.dynamic()
+	ln, err := lane.New(lane.Config{
+		SessionID: rt.sess.ID().SessionID,
+		Model:     modelClient{rt},
+		Settings:  rt.settings,
+		Arbiter:   arb, Tools: tools, Skills: skills, Identity: id,
+		EventWindow: dyn.Tunables.EventWindow, CompactionThresholdPercent: dyn.Tunables.CompactionThresholdPercent,
+		Budgets: dyn.Tunables.Budgets,
+		Reply:   rt.reply, Report: rt.report, Notify: rt.notify,
+		Log: rt.log.With("lane", "edge"),
+	})
+	if err != nil {
+		return fmt.Errorf("start the lanes: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	rt.mu.Lock()
+	rt.arb, rt.lane, rt.cancel = arb, ln, cancel
+	rt.mu.Unlock()
+	rt.done.Add(2)
+	go func() {
+		defer rt.done.Done()
+		if err := arb.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			rt.log.Error("arbiter stopped", "error", err.Error())
+		}
+	}()
+	go func() {
+		defer rt.done.Done()
+		if err := ln.Run(runCtx); err != nil && !errors.Is(err, context.Canceled) {
+			rt.log.Error("lanes stopped", "error", err.Error())
+		}
+	}()
+	rt.log.Info("runtime ready", "tools", len(tools.Names()), "skills", len(skills.Names()))
+	return nil
+}
+
+// stop ends the lanes (running core jobs are cancelled and reported) and
+// the arbiter, so the final heartbeat carries everything committed.
+func (rt *Runtime) stop(ctx context.Context) {
+	rt.mu.Lock()
+	cancel := rt.cancel
+	rt.mu.Unlock()
+	if cancel == nil {
+		return
+	}
+	cancel()
+	done := make(chan struct{})
+	go func() { rt.done.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		rt.log.Warn("lanes did not stop in time")
+	}
+}
+
+// push handles what the session does not: messages, injections, cancels,
+// compaction, approval decisions.
+func (rt *Runtime) push(ev rpc.PushEvent) {
+	rt.mu.Lock()
+	ln := rt.lane
+	rt.mu.Unlock()
+	if ln == nil {
+		return
+	}
+	switch ev.Type {
+	case rpc.EventUserMessage:
+		var m rpc.UserMessage
+		if err := json.Unmarshal(ev.Data, &m); err != nil || m.ID == "" {
+			rt.log.Warn("malformed user message", "event", ev.ID)
+			return
+		}
+		if !rt.firstTime(m.ID) {
+			rt.log.Debug("user message already queued", "id", m.ID)
+			return
+		}
+		if !ln.Post(m) {
+			rt.log.Warn("user message not queued: the lanes are stopping", "id", m.ID)
+		}
+	case rpc.EventInject:
+		var in rpc.Injection
+		if json.Unmarshal(ev.Data, &in) == nil && in.Text != "" && rt.firstTime("inject:"+in.ID) {
+			ln.Inject(in)
+		}
+	case rpc.EventCancel:
+		var c rpc.CancelCore
+		if json.Unmarshal(ev.Data, &c) == nil && c.JobName != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := ln.Cancel(ctx, c.JobName); err != nil {
+				rt.notify(fmt.Sprintf("could not cancel %s: %v", c.JobName, err))
+			}
+		}
+	case rpc.EventCompact:
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := ln.Compact(ctx); err != nil {
+			rt.notify("compaction: " + err.Error())
+		}
+	case rpc.EventApproval:
+		var d rpc.ApprovalDecision
+		if json.Unmarshal(ev.Data, &d) == nil {
+			rt.notify(fmt.Sprintf("approval %s was %s", d.ApprovalID, d.Status))
+		}
+	default:
+		rt.log.Debug("push event ignored", "type", ev.Type)
+	}
+}
+
+// firstTime remembers an id and says whether it is new.
+func (rt *Runtime) firstTime(id string) bool {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.seen[id] {
+		return false
+	}
+	rt.seen[id] = true
+	rt.order = append(rt.order, id)
+	if len(rt.order) > maxSeen {
+		delete(rt.seen, rt.order[0])
+		rt.order = rt.order[1:]
+	}
+	return true
+}
+
+func (rt *Runtime) status() []rpc.StatusReq {
+	rt.mu.Lock()
+	ln := rt.lane
+	rt.mu.Unlock()
+	if ln == nil {
+		return nil
+	}
+	return ln.Status()
+}
+
+// send delivers a message to the bound DM through choird.
+func (rt *Runtime) send(msg rpc.DMSend) {
+	input, _ := json.Marshal(msg)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	resp, err := rt.cp.ExecuteHostTool(ctx, rpc.HostToolReq{ToolName: rpc.HostToolDMSend, CallID: rpc.NewRequestID(), Input: input})
+	if err == nil && resp.Status != rpc.ToolSuccess {
+		err = fmt.Errorf("%s", resp.Output)
+	}
+	if err != nil {
+		rt.log.Warn("message to the DM not delivered", "kind", msg.Kind, "error", err.Error())
+	}
+}
+
+func (rt *Runtime) reply(r lane.Reply) {
+	kind := rpc.DMReply
+	if r.Error {
+		kind = rpc.DMError
+	}
+	rt.send(rpc.DMSend{Kind: kind, ReplyTo: r.ReplyTo, Text: r.Text, Cores: r.Cores})
+}
+
+func (rt *Runtime) report(job, kind, text string) {
+	rt.send(rpc.DMSend{Kind: rpc.DMCoreReport, Core: job, Text: text})
+}
+
+func (rt *Runtime) notify(text string) { rt.send(rpc.DMSend{Kind: rpc.DMNotice, Text: text}) }
+
+// dynamic is the hot-reloadable config the session holds now.
+func (rt *Runtime) dynamic() config.Dynamic {
+	var d config.Dynamic
+	if raw := rt.sess.Config(); raw != nil {
+		json.Unmarshal(raw, &d)
+	}
+	if d.Tunables.EventWindow == 0 {
+		d.Tunables = config.DefaultTunables()
+	}
+	return d
+}
+
+// settings snapshots the model settings at the start of each call.
+func (rt *Runtime) settings() lane.Settings {
+	d := rt.dynamic()
+	m := d.Models[d.LLM]
+	s := lane.Settings{
+		Model:         m.Model,
+		RateLimitWait: time.Duration(d.Tunables.RateLimitRetryMS) * time.Millisecond,
+		CallTimeout:   time.Duration(d.Tunables.Budgets.LLMCallTimeoutMS) * time.Millisecond,
+		ContextWindow: m.ContextWindow,
+	}
+	if t, ok := m.EffectiveTemperature(); ok {
+		s.Temperature = &t
+	}
+	if e, ok := m.ReasoningEffort.Get(); ok {
+		s.ReasoningEffort = &e
+	}
+	return s
+}
+
+// client returns the OpenAI-compatible client of the current model: its
+// endpoint and key can change with a config version or a model set.
+func (rt *Runtime) client() (*openai.Client, error) {
+	d := rt.dynamic()
+	m, ok := d.Models[d.LLM]
+	if !ok {
+		return nil, fmt.Errorf("the model %q is not in the config choird sent", d.LLM)
+	}
+	key := ""
+	if m.Secret != "" {
+		var ok bool
+		if key, ok = rt.sess.Secrets.Get(m.Secret); !ok {
+			return nil, fmt.Errorf("the key of model %q (secret %s) has not been granted", d.LLM, m.Secret)
+		}
+	}
+	cacheKey := m.Endpoint + "\x00" + key
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if c := rt.clients[cacheKey]; c != nil {
+		return c, nil
+	}
+	c, err := openai.New(openai.Config{Endpoint: m.Endpoint, APIKey: key})
+	if err != nil {
+		return nil, err
+	}
+	rt.clients[cacheKey] = c
+	return c, nil
+}
+
+// modelClient picks the current model's client at every call.
+type modelClient struct{ rt *Runtime }
+
+func (m modelClient) Chat(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
+	c, err := m.rt.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.Chat(ctx, req)
+}
+
+func (m modelClient) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, rl openai.RateLimitRetry) (*openai.ChatResponse, error) {
+	c, err := m.rt.client()
+	if err != nil {
+		return nil, err
+	}
+	return c.ChatWithRateLimitRetry(ctx, req, rl)
+}
+
+// readIdentity reads the identity files; a missing one is empty, logged.
+func readIdentity(dir string, log *slog.Logger) lane.Identity {
+	read := func(name string) string {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			log.Warn("identity file missing", "file", name)
+			return ""
+		}
+		return string(data)
+	}
+	return lane.Identity{UserMD: read("USER.md"), SoulMD: read("SOUL.md"), SoulCoreMD: read("SOUL-CORE.md")}
+}
+
+// loadSkills loads /choir/skills with the built-ins; without the directory
+// only the built-ins are there.
+func loadSkills(dir string, known func(string) bool) (*skill.Registry, error) {
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		if err := os.MkdirAll(filepath.Join(os.TempDir(), "choir-no-skills"), 0o755); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(os.TempDir(), "choir-no-skills")
+	}
+	reg, err := skill.LoadDir(dir, known)
+	if err != nil {
+		return nil, fmt.Errorf("load skills: %w", err)
+	}
+	return reg, nil
+}
