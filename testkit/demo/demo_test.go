@@ -1,0 +1,70 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"choir/internal/docker"
+	"choir/testkit"
+	"choir/testkit/dockertest"
+)
+
+func TestMain(m *testing.M) {
+	defer testkit.CleanupBuilds()
+	dockertest.Main(m)
+}
+
+// TestDemoScriptedConversation runs make demo's program without a terminal:
+// a chat turn, a file listing, a note written to the workspace, a core job
+// and its report; then checks that everything it started is gone.
+func TestDemoScriptedConversation(t *testing.T) {
+	dc := dockertest.Engine(t) // the demo uses the same engine (DOCKER_HOST)
+	if os.Getenv(docker.HostEnv) == "" {
+		t.Setenv(docker.HostEnv, dc.Host())
+	}
+	bin := filepath.Dir(testkit.Build(t, "choir/choird"))
+	testkit.Build(t, "choir/choirctl")
+	testkit.Build(t, "choir/agent")
+	t.Setenv("CHOIR_DATABASE_URL", "") // its own PGlite, as on a fresh machine
+	t.Setenv("CHOIR_LLM_ENDPOINT", "")
+	t.Setenv("CHOIR_DEMO_HOME", "")
+	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\ncore: look around the workspace\n"
+	var out, errb bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	err := run(ctx, []string{"--bin", bin, "--script", "--repo", "../.."}, strings.NewReader(script), &out, &errb)
+	if err != nil {
+		t.Fatalf("demo = %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"OFFLINE DEMO MODEL",
+		`demo> [demo model] you said "hello there"`,
+		"README.txt",
+		"created notes.md",
+		"buy milk",
+		"core job demo-job started",
+		"[core demo-job] Core job demo-job finished",
+		"demo stopped; everything it started is gone",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, got)
+		}
+	}
+	// Nothing left behind: no demo container, and its scratch directory gone.
+	cs, err := dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=demo"}}})
+	if err != nil || len(cs) != 0 {
+		t.Errorf("containers left: %d (%v)", len(cs), err)
+	}
+	if m := regexp.MustCompile(`(/tmp/choir-demo-[0-9]+)/home`).FindStringSubmatch(got); m == nil {
+		t.Error("the demo did not say where its home was")
+	} else if _, err := os.Stat(m[1]); !os.IsNotExist(err) {
+		t.Errorf("%s is still there after the demo", m[1])
+	}
+}
