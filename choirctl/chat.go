@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"choir/internal/ctl"
@@ -111,8 +112,17 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 	return failed
 }
 
+// chatDrainTimeout bounds the wait for answers once input has ended.
+const chatDrainTimeout = 5 * time.Minute
+
 func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string) error {
 	fmt.Fprintf(e.stdout, "chatting with %s; /inject <text>, /cores, /cancel <job>, /compact, /approve|/reject <id>, /quit\n", agentID)
+	// When input ends (piped input), the chat waits for the answers to the
+	// messages it sent before it leaves.
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	early := map[string]bool{} // answered before SendMessage returned its id
+	answered := make(chan struct{}, 1)
 	go func() {
 		for {
 			m, err := out.Next()
@@ -123,8 +133,39 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 				return
 			}
 			printMessage(e.stdout, agentID, m)
+			if m.ReplyTo != "" && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError) {
+				mu.Lock()
+				if pending[m.ReplyTo] {
+					delete(pending, m.ReplyTo)
+				} else {
+					early[m.ReplyTo] = true
+				}
+				mu.Unlock()
+				select {
+				case answered <- struct{}{}:
+				default:
+				}
+			}
 		}
 	}()
+	waitAnswers := func() error {
+		deadline := time.After(chatDrainTimeout)
+		for {
+			mu.Lock()
+			n := len(pending)
+			mu.Unlock()
+			if n == 0 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-deadline:
+				return fmt.Errorf("%d messages still unanswered after %s", n, chatDrainTimeout)
+			case <-answered:
+			}
+		}
+	}
 	lines := make(chan string)
 	go func() {
 		sc := bufio.NewScanner(e.stdin)
@@ -140,7 +181,7 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 			return nil
 		case line, ok := <-lines:
 			if !ok {
-				return nil
+				return waitAnswers()
 			}
 			line = strings.TrimSpace(line)
 			switch {
@@ -152,9 +193,18 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 					fmt.Fprintf(e.stderr, "%s: %v\n", strings.Fields(line)[0], err)
 				}
 			default:
-				if _, err := c.SendMessage(ctx, agentID, line); err != nil {
+				id, err := c.SendMessage(ctx, agentID, line)
+				if err != nil {
 					fmt.Fprintf(e.stderr, "send: %v\n", err)
+					continue
 				}
+				mu.Lock()
+				if early[id] {
+					delete(early, id)
+				} else {
+					pending[id] = true
+				}
+				mu.Unlock()
 			}
 		}
 	}

@@ -1,29 +1,43 @@
 package main
 
-// choirctl status [--json]
+// choirctl status [--json] [--wait D]
 //
 // Shows whether choird is running and healthy, the running config version,
-// how each startup step went, and how many resources are loaded.
+// how each startup step went, and how many resources are loaded. With
+// --wait it first waits up to D for choird to answer (after `choird &`).
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"choir/internal/ctl"
 )
 
 func runStatus(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "status", "status [--json]")
+	fs := newFlags(e, "status", "status [--json] [--wait D]")
 	asJSON := fs.Bool("json", false, "print the status as JSON")
+	wait := fs.Duration("wait", 0, "wait up to this long for choird to answer")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	c := e.client()
 	defer c.Close()
+	deadline := time.Now().Add(*wait)
 	st, err := c.Status(ctx)
+	for err != nil && errors.Is(err, ctl.ErrNotRunning) && time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		st, err = c.Status(ctx)
+	}
 	if err != nil {
 		return err
 	}
