@@ -18,7 +18,8 @@ import (
 // TestTelegramDMToARunningAgent: an admin DM starts an agent with /start,
 // the agent (in a real container, answering through the offline model)
 // replies to a Telegram message in the same DM, an approval it asks for
-// arrives there with buttons and is decided by one press, and /stop ends it.
+// arrives there with buttons (decided here with choirctl; the button press
+// itself is covered by the gateway's tests), and /stop ends it.
 func TestTelegramDMToARunningAgent(t *testing.T) {
 	dc := dockertest.Engine(t)
 	home := filepath.Join(t.TempDir(), "h")

@@ -2,8 +2,14 @@ package lane
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"slices"
 	"testing"
+	"time"
 
+	"choir/internal/config"
 	"choir/internal/openai"
 	"choir/testkit/openaitest"
 )
@@ -70,4 +76,109 @@ func BenchmarkTurnOneToolHTTP(b *testing.B) {
 			b.Fatalf("Handle = %q, %v", reply, err)
 		}
 	}
+}
+
+// stamp is an instant in-process model that notes when each call arrives
+// and answers at once: text for the edge; for a core, finish (or, with
+// idle set, nothing until the call ends).
+type stamp struct {
+	idle    bool
+	arrived chan time.Time
+}
+
+func (m *stamp) Chat(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
+	at := time.Now()
+	if laneOf(req) == "edge" {
+		m.arrived <- at
+		return &openai.ChatResponse{Content: "done"}, nil
+	}
+	m.arrived <- at
+	if m.idle {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &openai.ChatResponse{ToolCalls: []openai.ToolCall{{ID: "f", Name: "choir_core_finish", Arguments: `{"summary":"ok"}`}}}, nil
+}
+
+func (m *stamp) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, _ openai.RateLimitRetry) (*openai.ChatResponse, error) {
+	return m.Chat(ctx, req)
+}
+
+// reportQuantiles reports the median and 99th percentile of d.
+func reportQuantiles(b *testing.B, d []time.Duration, unit string) {
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Nanoseconds()), "ns-p50-"+unit)
+	b.ReportMetric(float64(d[len(d)*99/100].Nanoseconds()), "ns-p99-"+unit)
+}
+
+// The lane's overhead from a user message arriving (Post) to the first
+// model request leaving, with a full event window, working memory
+// compacting as it goes, and a model that answers at once.
+func BenchmarkMessageToFirstRequest(b *testing.B) {
+	m := &stamp{arrived: make(chan time.Time, 4)}
+	e := newEnv(b, envOptions{model: m, laneTools: true, compactor: &compactor{}, ident: Identity{UserMD: "Name: Ada.", SoulMD: "Be brief."}})
+	for i := range DefaultEventWindow {
+		e.lane.Post(rpcMsg(fmt.Sprint("warm", i), "warm up"))
+		<-m.arrived
+		e.nextReply()
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		e.lane.Post(rpcMsg(fmt.Sprint("m", i), "go"))
+		lat = append(lat, (<-m.arrived).Sub(t0))
+		e.nextReply()
+	}
+	b.StopTimer()
+	reportQuantiles(b, lat, "to-first-request")
+}
+
+// Time to spawn a core job: from a validated CoreJobStart to the job's
+// first model request (CREATED, INITIALIZING, CoreStarted committed, its
+// prompt built). Each job then finishes at once.
+func BenchmarkSpawnCore(b *testing.B) {
+	m := &stamp{arrived: make(chan time.Time, 4)}
+	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: config.Budgets{MaxCoreJobs: 1 << 30}})
+	e.waitFor("Run", func() bool { e.lane.mu.Lock(); defer e.lane.mu.Unlock(); return e.lane.coreCtx != nil })
+	lat := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		if _, err := e.lane.spawn(json.RawMessage(spawnArgs(fmt.Sprint("job", i), "do it"))); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, (<-m.arrived).Sub(t0))
+		e.nextReport()
+	}
+	b.StopTimer()
+	reportQuantiles(b, lat, "spawn-to-first-request")
+}
+
+// Memory held by an idle core job: b.N jobs each waiting on its model,
+// measured as live heap and goroutines per job. Run it with a fixed count:
+// go test -run=^$ -bench=IdleCore -benchtime=200x ./agent/lane
+func BenchmarkIdleCoreMemory(b *testing.B) {
+	m := &stamp{idle: true, arrived: make(chan time.Time, 1024)}
+	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: config.Budgets{MaxCoreJobs: 1 << 30}})
+	e.waitFor("Run", func() bool { e.lane.mu.Lock(); defer e.lane.mu.Unlock(); return e.lane.coreCtx != nil })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	g0 := runtime.NumGoroutine()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := e.lane.spawn(json.RawMessage(spawnArgs(fmt.Sprint("job", i), "wait"))); err != nil {
+			b.Fatal(err)
+		}
+		<-m.arrived
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(b.N), "heap-B/idle-core")
+	b.ReportMetric(float64(after.StackInuse-before.StackInuse)/float64(b.N), "stack-B/idle-core")
+	b.ReportMetric(float64(runtime.NumGoroutine()-g0)/float64(b.N), "goroutines/idle-core")
 }

@@ -58,7 +58,7 @@ func (l *Lane) spawn(input json.RawMessage) (*job, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.coreCtx == nil || l.stopped {
+	if l.coreCtx == nil || l.closing {
 		return nil, tool.Errorf(tool.CodeInternal, "the lane is not running; no core job can start")
 	}
 	if _, ok := l.jobs[start.JobName]; ok {
@@ -180,15 +180,7 @@ func (j *job) work() error {
 				if spent {
 					return &BudgetError{BudgetJobToolCalls, int64(j.lim.tools)}
 				}
-				args := json.RawMessage(tc.Arguments)
-				if !json.Valid(args) {
-					args, _ = json.Marshal(tc.Arguments)
-				}
-				data, _ := json.Marshal(map[string]any{"tool": name, "args": json.RawMessage(cutText(string(args), 1024))})
-				if !json.Valid(data) {
-					data, _ = json.Marshal(map[string]any{"tool": name})
-				}
-				j.emit(CoreEvent{Type: EventToolProposal, Text: name, Data: data})
+				j.emit(CoreEvent{Type: EventToolProposal, Text: name, Data: proposalData(name, tc.Arguments)})
 			}
 			j.sm.to(CoreWaitingTool, "ToolProposal")
 			j.setInFlight(name)
@@ -205,6 +197,17 @@ func (j *job) work() error {
 		a.sync()
 		a.maybeCompact()
 	}
+}
+
+// proposalData is a tool_proposal event's data: {tool, args}, the arguments
+// as sent when they are JSON of at most 1 KiB, else as a cut string.
+func proposalData(name, args string) json.RawMessage {
+	var a any = json.RawMessage(args)
+	if len(args) > 1024 || !json.Valid([]byte(args)) {
+		a = cutText(args, 1024)
+	}
+	data, _ := json.Marshal(map[string]any{"tool": name, "args": a})
+	return data
 }
 
 // tool runs one call, or refuses it past max_tool_calls_per_session.
@@ -280,16 +283,16 @@ func classify(err error) (JobError, string) {
 		return JobError{Code: CodeBudgetExceeded, Message: be.Error()}, "BudgetExceeded"
 	case errors.Is(err, errCancelled):
 		return JobError{Code: tool.CodeCancelled, Message: "the job was cancelled"}, "Cancel"
-	case errors.Is(err, errSessionStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return JobError{Code: tool.CodeCancelled, Message: "the session stopped while the job ran"}, "Cancel"
-	case errors.Is(err, errEdgeFailed):
-		return JobError{Code: tool.CodeCancelled, Message: err.Error()}, "Cancel"
 	case errors.As(err, &me):
 		code := "llm_error"
 		if k := openai.KindOf(me.err); k == openai.KindTimeout {
 			code = "llm_timeout"
 		}
 		return JobError{Code: code, Message: me.Error()}, "LLM error"
+	case errors.Is(err, errSessionStopped), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return JobError{Code: tool.CodeCancelled, Message: "the session stopped while the job ran"}, "Cancel"
+	case errors.Is(err, errEdgeFailed):
+		return JobError{Code: tool.CodeCancelled, Message: err.Error()}, "Cancel"
 	}
 	return JobError{Code: tool.CodeInternal, Message: err.Error()}, "Error"
 }

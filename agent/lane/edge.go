@@ -18,8 +18,10 @@ import (
 func (l *Lane) cycle(ctx context.Context, it item) error {
 	a := l.edge
 	l.sm.to(EdgeContextReady, "UserMessage")
+	l.mu.Lock()
 	l.turnCores = nil
-	ev, err := l.cfg.Arbiter.Record(ctx, lock.Edge, arbiter.UserMsg, arbiter.UserMsgPayload{Text: it.msg.Text})
+	l.mu.Unlock()
+	ev, err := l.cfg.Arbiter.Record(ctx, lock.Edge, arbiter.UserMsg, userPayload{Attachments: it.msg.Attachments, ID: it.msg.ID, Text: it.msg.Text})
 	if err != nil {
 		return l.abort(it, err)
 	}
@@ -30,7 +32,9 @@ func (l *Lane) cycle(ctx context.Context, it item) error {
 	if err != nil {
 		return l.abort(it, err)
 	}
+	l.mu.Lock()
 	r := Reply{ReplyTo: it.msg.ID, Text: text, Error: failed, Cores: l.turnCores}
+	l.mu.Unlock()
 	switch {
 	case it.reply != nil:
 		it.reply <- r

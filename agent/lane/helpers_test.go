@@ -85,6 +85,8 @@ type envOptions struct {
 	percent   int         // compaction_threshold_percent
 	ctxWindow int         // the model's context window
 	compactor ModelClient // nil: compaction calls fail (prompts stay deterministic)
+	coreModel ModelClient // nil: the edge's model
+	coreSet   func() Settings
 }
 
 // failing is a model that refuses every call.
@@ -101,7 +103,7 @@ func (f failing) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequ
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, ws: t.TempDir(), set: Settings{Model: "test-model", RateLimitWait: time.Millisecond, ContextWindow: o.ctxWindow},
-		replyCh: make(chan Reply, 64), reportCh: make(chan report, 64), notifyCh: make(chan string, 64)}
+		replyCh: make(chan Reply, 4096), reportCh: make(chan report, 4096), notifyCh: make(chan string, 4096)}
 	builtins := workspace.Tools(workspace.Options{NoRipgrep: true})
 	if o.laneTools {
 		builtins = append(builtins, Tools(nil)...)
@@ -144,6 +146,8 @@ func newEnv(t testing.TB, o envOptions) *env {
 	e.lane, err = New(Config{
 		SessionID:                  "s-test",
 		CompactionModel:            o.compactor,
+		CoreModel:                  o.coreModel,
+		CoreSettings:               o.coreSet,
 		Model:                      model,
 		Settings:                   e.settings,
 		Arbiter:                    e.a,
@@ -233,6 +237,13 @@ func (e *env) waitFor(what string, cond func() bool) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// idle waits until the edge is idle again: FINALIZING -> IDLE follows the
+// delivery of the reply.
+func (e *env) idle() {
+	e.t.Helper()
+	e.waitFor("the edge to be idle", func() bool { return e.lane.State() == EdgeIdle })
 }
 
 // noLocks waits until no lock is held or awaited.

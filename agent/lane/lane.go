@@ -149,6 +149,7 @@ type Lane struct {
 
 	mu       sync.Mutex
 	running  bool
+	closing  bool // no new core job: Run is stopping them
 	stopped  bool
 	runCtx   context.Context
 	coreCtx  context.Context
@@ -157,12 +158,13 @@ type Lane struct {
 	wake     chan struct{}
 	inbox    []rpc.Injection
 	seenIDs  map[string]bool
+	idOrder  []string        // seenIDs, oldest first, to bound it
 	jobs     map[string]*job // running, by name
 	ended    []*job          // the last maxEnded jobs that ended
 	spawned  int64
 	wg       sync.WaitGroup // running jobs
 
-	turnCores []string // jobs started by the current turn (edge goroutine)
+	turnCores []string // jobs started by the current turn
 }
 
 // item is one queued user message.
@@ -261,6 +263,9 @@ func (l *Lane) Run(ctx context.Context) error {
 	if fatal != nil {
 		cause = fmt.Errorf("%w: %v", errEdgeFailed, fatal)
 	}
+	l.mu.Lock()
+	l.closing = true // every wg.Add happened before this
+	l.mu.Unlock()
 	l.stopCore(cause)
 	l.wg.Wait()
 	l.events.close()
@@ -344,8 +349,17 @@ func (l *Lane) remember(id string) bool {
 		return false
 	}
 	l.seenIDs[id] = true
+	l.idOrder = append(l.idOrder, id)
+	if len(l.idOrder) > maxIDs {
+		delete(l.seenIDs, l.idOrder[0])
+		l.idOrder = l.idOrder[1:]
+	}
 	return true
 }
+
+// maxIDs bounds the message and injection ids remembered: at-least-once
+// delivery only repeats recent ones.
+const maxIDs = 4096
 
 // Handle posts text as a user message and waits for its answer: the reply,
 // or the failure the user would be told (§7.7). The answer comes once Run

@@ -35,6 +35,13 @@ const DefaultCoreInstructions = `You are a core job of a personal agent: a worke
 
 // Payloads of the events the lanes record besides the arbiter's own.
 type (
+	// userPayload is arbiter.UserMsgPayload with the message's id (for
+	// replay after a restart) and its attachments.
+	userPayload struct {
+		Attachments []string `json:"attachments,omitempty"`
+		ID          string   `json:"id,omitempty"`
+		Text        string   `json:"text"`
+	}
 	cancelledPayload struct {
 		Reason string `json:"reason"`
 	}
@@ -62,17 +69,18 @@ type (
 
 // fields are the payload members render looks at, of any event type.
 type fields struct {
-	Job        string          `json:"job"`
-	Text       string          `json:"text"`
-	Error      json.RawMessage `json:"error"`
-	From       string          `json:"from"`
-	ToolCallID string          `json:"tool_call_id"`
-	Output     json.RawMessage `json:"output"`
-	Tool       string          `json:"tool"`
-	ID         string          `json:"id"`
-	Skill      string          `json:"skill"`
-	Status     string          `json:"status"`
-	Reason     string          `json:"reason"`
+	Attachments []string        `json:"attachments"`
+	Job         string          `json:"job"`
+	Text        string          `json:"text"`
+	Error       json.RawMessage `json:"error"`
+	From        string          `json:"from"`
+	ToolCallID  string          `json:"tool_call_id"`
+	Output      json.RawMessage `json:"output"`
+	Tool        string          `json:"tool"`
+	ID          string          `json:"id"`
+	Skill       string          `json:"skill"`
+	Status      string          `json:"status"`
+	Reason      string          `json:"reason"`
 }
 
 // render turns one committed event into the message this lane's prompts
@@ -100,6 +108,9 @@ func (a *actor) render(e rpc.Event) (openai.Message, bool) {
 	}
 	switch e.Type {
 	case arbiter.UserMsg:
+		if len(f.Attachments) > 0 {
+			return openai.UserMessage(f.Text + "\n\n[Attached files in the workspace: " + strings.Join(f.Attachments, ", ") + "]"), true
+		}
 		return openai.UserMessage(f.Text), true
 	case arbiter.ModelOutput:
 		var p output

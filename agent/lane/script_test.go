@@ -11,6 +11,7 @@ import (
 
 	"choir/agent/memory"
 	"choir/internal/openai"
+	"choir/internal/rpc"
 )
 
 // script is an in-process model for tests with several lanes at once: each
@@ -181,3 +182,5 @@ func (c *compactor) Chat(ctx context.Context, req openai.ChatRequest) (*openai.C
 func (c *compactor) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, _ openai.RateLimitRetry) (*openai.ChatResponse, error) {
 	return c.Chat(ctx, req)
 }
+
+func rpcMsg(id, text string) rpc.UserMessage { return rpc.UserMessage{ID: id, Text: text} }

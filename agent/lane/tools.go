@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"choir/agent/arbiter"
@@ -240,6 +242,17 @@ func runCompact(_ context.Context, a *actor, _ json.RawMessage, _ tool.Env) (too
 	return tool.Success("compaction started: older events are being folded into your reference summary in the background", nil), nil
 }
 
+// callRev is the revision of the reply that made a call, from the
+// invocation id the lanes give it (<owner>/<rev>/<index>); 0 if none.
+func callRev(id string) int64 {
+	parts := strings.Split(id, "/")
+	if len(parts) < 3 {
+		return 0
+	}
+	n, _ := strconv.ParseInt(parts[len(parts)-2], 10, 64)
+	return n
+}
+
 func queryRunner(host tool.HostFunc) func(context.Context, *actor, json.RawMessage, tool.Env) (tool.Result, error) {
 	return func(ctx context.Context, a *actor, input json.RawMessage, env tool.Env) (tool.Result, error) {
 		var in struct {
@@ -259,10 +272,13 @@ func queryRunner(host tool.HostFunc) func(context.Context, *actor, json.RawMessa
 			}
 			return tool.ParseResult(out)
 		}
-		visible := func(e rpc.Event) bool { return true }
-		if a.job != nil {
-			// A core job never sees the user's words: only what core jobs did.
-			visible = func(e rpc.Event) bool { return e.Lane == arbiter.LaneCore }
+		// The log up to the reply that asked, without the tool events that
+		// repeat the replies' calls. A core job never sees the user's
+		// words: only what core jobs did.
+		before := callRev(env.CallID)
+		visible := func(e rpc.Event) bool {
+			return (before == 0 || e.Rev < before) && e.Type != arbiter.ToolCallRequested && e.Type != arbiter.ToolCallCommitted &&
+				(a.job == nil || e.Lane == arbiter.LaneCore)
 		}
 		hits, err := memory.Search(a.l.cfg.Arbiter.Events(0), memory.Query{Mode: in.Mode, Text: in.Query, Limit: in.Limit}, visible)
 		if err != nil {

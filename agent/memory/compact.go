@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"choir/internal/logs"
 	"choir/internal/openai"
 )
 
@@ -65,7 +66,7 @@ func (m *Memory) compact(ctx context.Context, c *compaction, base Summary, write
 	err := m.fold1(ctx, c, base, writes)
 	if err != nil {
 		m.cfg.Log.Warn("compaction failed; the window is kept and compaction retries at the next trigger",
-			"lane", m.cfg.Lane, "trigger", c.trigger, "error", err.Error())
+			logs.KeyLane, m.cfg.Lane, "trigger", c.trigger, logs.KeyError, err.Error())
 	}
 	m.mu.Lock()
 	ws := c.waiters

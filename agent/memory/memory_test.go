@@ -112,9 +112,7 @@ func TestAutomaticCompactionByCount(t *testing.T) {
 	if m.Maybe(context.Background(), 0) {
 		t.Error("a second compaction started while one was in flight")
 	}
-	if err := wait(t, m.Compact(context.Background())); err != nil { // joins the one in flight
-		t.Fatalf("compaction: %v", err)
-	}
+	<-notes
 	sum, win := m.View()
 	if sum.Summary != "Ada said hello four times." {
 		t.Errorf("summary = %q", sum.Summary)
@@ -124,9 +122,6 @@ func TestAutomaticCompactionByCount(t *testing.T) {
 	}
 	if len(*writes) != 1 || !slices.Equal((*writes)[0].Folded, []int64{1, 2, 3}) || (*writes)[0].Trigger != "automatic" {
 		t.Errorf("commits = %+v", *writes)
-	}
-	if msg := <-notes; !strings.Contains(msg, "compacted") {
-		t.Errorf("notice = %q", msg)
 	}
 	req := s.reqs[0]
 	if req.ToolChoice == nil || req.ToolChoice.Function != DeltaTool || len(req.Tools) != 1 {
@@ -141,7 +136,7 @@ func TestAutomaticCompactionByCount(t *testing.T) {
 // never folded, even when the turn after it is.
 func TestAutomaticCompactionByTokens(t *testing.T) {
 	s := &scripted{reply: []any{`{"mode":"overwrite","summary_update":"Big outputs were read."}`}}
-	m, _, _ := newMem(t, s, 50, 4000) // threshold 3200 tokens
+	m, _, notes := newMem(t, s, 50, 4000) // threshold 3200 tokens
 	m.Add(entry(1, "question"), true)
 	big := strings.Repeat("y", 8000) // ~2000 tokens each
 	m.Add(Entry{Rev: 2, Hash: fmt.Sprintf("%064x", 2), Msg: openai.ToolMessage("c1", big)}, false)
@@ -152,8 +147,8 @@ func TestAutomaticCompactionByTokens(t *testing.T) {
 	if !m.Maybe(context.Background(), 0) {
 		t.Fatalf("no compaction over the threshold: %+v", m.Measure(0))
 	}
-	if err := wait(t, m.Compact(context.Background())); err != nil {
-		t.Fatal(err)
+	if msg := <-notes; !strings.Contains(msg, "compacted") {
+		t.Errorf("notice = %q", msg)
 	}
 	if _, win := m.View(); !slices.Equal(revs(win), []int64{1}) {
 		t.Errorf("window = %v; want only the pinned message", revs(win))
@@ -196,6 +191,34 @@ func TestCompactionFailureKeepsWindow(t *testing.T) {
 	m2, _, _ := newMem(t, s, 50, 100000)
 	if err := wait(t, m2.Compact(context.Background())); !errors.Is(err, ErrNothingToCompact) {
 		t.Errorf("Compact of an empty window = %v", err)
+	}
+}
+
+// A manual compaction asked for while one is in flight joins it.
+func TestCompactJoinsInFlight(t *testing.T) {
+	hold := make(chan struct{})
+	s := &scripted{reply: []any{`{"mode":"append","summary_update":"x"}`}}
+	chat := func(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
+		<-hold
+		return s.chat(ctx, req)
+	}
+	m := New(Config{Window: 2, Chat: chat})
+	for r := int64(1); r <= 5; r++ {
+		m.Add(entry(r, "e"), false)
+	}
+	if !m.Maybe(context.Background(), 0) {
+		t.Fatal("Maybe = false")
+	}
+	if !m.Compacting() {
+		t.Error("Compacting = false while the call is held")
+	}
+	done := m.Compact(context.Background())
+	close(hold)
+	if err := wait(t, done); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.reqs) != 1 {
+		t.Errorf("%d compaction calls; want 1", len(s.reqs))
 	}
 }
 
