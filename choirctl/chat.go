@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +34,7 @@ import (
 func runChat(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "chat", "chat <agent-id> [--once [--wait-cores]] [--timeout D]")
 	once := fs.Bool("once", false, "send stdin as one message, print the reply, exit")
+	filesDir := fs.String("files", "choir-files", "where to save the files the agent sends")
 	waitCores := fs.Bool("wait-cores", false, "with --once: also wait for the reports of the core jobs the turn starts")
 	timeout := fs.Duration("timeout", 10*time.Minute, "with --once: give up waiting after this long")
 	agentID, err := oneArg(fs, args, "agent id")
@@ -48,15 +51,16 @@ func runChat(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer out.Close()
+	show := func(m ctl.ConsoleMessage) { printMessage(e, agentID, m, *filesDir) }
 	if *once {
 		ctx, cancel := context.WithTimeout(ctx, *timeout)
 		defer cancel()
-		return chatOnce(ctx, e, c, out, agentID, *waitCores)
+		return chatOnce(ctx, e, c, out, agentID, *waitCores, show)
 	}
-	return chatInteractive(ctx, e, c, out, agentID)
+	return chatInteractive(ctx, e, c, out, agentID, show)
 }
 
-func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string, waitCores bool) error {
+func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string, waitCores bool, show func(ctl.ConsoleMessage)) error {
 	data, err := io.ReadAll(e.stdin)
 	if err != nil {
 		return err
@@ -69,7 +73,7 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 	if err != nil {
 		return err
 	}
-	msgs := make(chan rpc.DMSend)
+	msgs := make(chan ctl.ConsoleMessage)
 	errc := make(chan error, 1)
 	go func() {
 		for {
@@ -84,6 +88,7 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 	var replied bool
 	var failed error
 	pending := map[string]bool{}
+	reported := map[string]bool{} // a fast core can report before the reply names it
 	for !replied || (waitCores && len(pending) > 0) {
 		select {
 		case <-ctx.Done():
@@ -94,7 +99,7 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 		case err := <-errc:
 			return fmt.Errorf("choird ended the chat: %w", err)
 		case m := <-msgs:
-			printMessage(e.stdout, agentID, m)
+			show(m)
 			switch {
 			case m.ReplyTo == id && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError):
 				replied = true
@@ -102,10 +107,13 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 					failed = errors.New(m.Text)
 				}
 				for _, core := range m.Cores {
-					pending[core] = true
+					if !reported[core] {
+						pending[core] = true
+					}
 				}
 			case m.Kind == rpc.DMCoreReport:
 				delete(pending, m.Core)
+				reported[m.Core] = true
 			}
 		}
 	}
@@ -115,7 +123,7 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 // chatDrainTimeout bounds the wait for answers once input has ended.
 const chatDrainTimeout = 5 * time.Minute
 
-func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string) error {
+func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream, agentID string, show func(ctl.ConsoleMessage)) error {
 	fmt.Fprintf(e.stdout, "chatting with %s; /inject <text>, /cores, /cancel <job>, /compact, /approve|/reject <id>, /quit\n", agentID)
 	// When input ends (piped input), the chat waits for the answers to the
 	// messages it sent before it leaves.
@@ -132,7 +140,7 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 				}
 				return
 			}
-			printMessage(e.stdout, agentID, m)
+			show(m)
 			if m.ReplyTo != "" && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError) {
 				mu.Lock()
 				if pending[m.ReplyTo] {
@@ -275,8 +283,9 @@ func chatCommand(ctx context.Context, e *env, c *ctl.Client, agentID, line strin
 	return fmt.Errorf("unknown command; the console knows /inject, /cores, /cancel, /compact, /approve, /reject, /quit")
 }
 
-// printMessage shows one message from the agent.
-func printMessage(w io.Writer, agentID string, m rpc.DMSend) {
+// printMessage shows one message from the agent, saving its files.
+func printMessage(e *env, agentID string, m ctl.ConsoleMessage, filesDir string) {
+	w := e.stdout
 	prefix := agentID + "> "
 	switch m.Kind {
 	case rpc.DMCoreReport:
@@ -294,7 +303,46 @@ func printMessage(w io.Writer, agentID string, m rpc.DMSend) {
 	if m.Text != "" {
 		fmt.Fprintln(w, prefix+m.Text)
 	}
-	for _, f := range m.Files {
-		fmt.Fprintf(w, "%s[file] %s\n", prefix, f)
+	for _, a := range m.Attachments {
+		path, err := saveAttachment(filesDir, a)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "%s[file] %s not saved: %v\n", prefix, a.Name, err)
+			continue
+		}
+		fmt.Fprintf(w, "%s[file] %s (%d bytes)\n", prefix, path, len(a.Data))
 	}
+}
+
+// saveAttachment writes a file the agent sent into dir under its base name,
+// never over an existing file.
+func saveAttachment(dir string, a ctl.Attachment) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	name := filepath.Base(filepath.Clean("/" + a.Name))
+	if name == "/" || name == "." {
+		name = "file"
+	}
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	for i := 0; i < 1000; i++ {
+		candidate := name
+		if i > 0 {
+			candidate = fmt.Sprintf("%s-%d%s", stem, i, ext)
+		}
+		p := filepath.Join(dir, candidate)
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if os.IsExist(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, err = f.Write(a.Data)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return p, err
+	}
+	return "", fmt.Errorf("no free name for %s in %s", name, dir)
 }

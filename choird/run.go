@@ -71,6 +71,11 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
 	plane.SetSessions(sessionLog{st}, agentsMgr)
+	plane.Console.Workspace = agentsMgr.WorkspacePath
+	plane.Console.IsConsoleDM = func(dm string) bool {
+		c := plane.Config().Config
+		return c.Gateways[c.DMs[dm].Gateway].Type == config.GatewayConsole
+	}
 	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, log)
 	if err != nil {
 		return fmt.Errorf("cannot start the gateway: %w", err)

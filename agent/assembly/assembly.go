@@ -268,11 +268,28 @@ func (rt *Runtime) reply(r lane.Reply) {
 	if r.Error {
 		kind = rpc.DMError
 	}
-	rt.send(rpc.DMSend{Kind: kind, ReplyTo: r.ReplyTo, Text: r.Text, Cores: r.Cores})
+	rt.send(rpc.DMSend{Kind: kind, ReplyTo: r.ReplyTo, Text: r.Text, Cores: r.Cores, Files: rt.outgoing()})
 }
 
 func (rt *Runtime) report(job, kind, text string) {
-	rt.send(rpc.DMSend{Kind: rpc.DMCoreReport, Core: job, Text: text})
+	rt.send(rpc.DMSend{Kind: rpc.DMCoreReport, Core: job, Text: text, Files: rt.outgoing()})
+}
+
+// outgoing lists the files staged in .choirtmp/send/ (§15.1): whatever a
+// tool put there goes out with the next reply or report, and choird
+// removes each once delivered.
+func (rt *Runtime) outgoing() []string {
+	entries, err := os.ReadDir(filepath.Join(rt.cfg.Workspace, ".choirtmp", "send"))
+	if err != nil {
+		return nil
+	}
+	var files []string
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, ".choirtmp/send/"+e.Name())
+		}
+	}
+	return files
 }
 
 func (rt *Runtime) notify(text string) { rt.send(rpc.DMSend{Kind: rpc.DMNotice, Text: text}) }

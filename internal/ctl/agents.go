@@ -167,3 +167,17 @@ type NamedModel struct {
 type CancelRequest struct {
 	JobName string `json:"job_name"`
 }
+
+// ConsoleMessage is what `choirctl chat` receives: a message the agent sent
+// to its DM, with the files it named attached (the console has no other way
+// to reach them).
+type ConsoleMessage struct {
+	rpc.DMSend
+	Attachments []Attachment `json:"attachments,omitempty"`
+}
+
+// Attachment is one file an agent sent, by its base name.
+type Attachment struct {
+	Name string `json:"name"`
+	Data []byte `json:"data"`
+}

@@ -233,8 +233,8 @@ type OutboxStream struct {
 }
 
 // Next returns the next message; io.EOF when choird ended the stream.
-func (s *OutboxStream) Next() (rpc.DMSend, error) {
-	var m rpc.DMSend
+func (s *OutboxStream) Next() (ConsoleMessage, error) {
+	var m ConsoleMessage
 	err := s.dec.Decode(&m)
 	return m, err
 }

@@ -18,8 +18,9 @@
 //	POST /v1/agents/<id>/messages ChatMessage → ChatSent: a user message from
 //	                                 the console DM to the agent's edge lane
 //	POST /v1/agents/<id>/inject   ChatMessage → {}: /inject
-//	GET  /v1/agents/<id>/outbox   → application/x-ndjson: every rpc.DMSend
-//	                                 the agent sends from now on
+//	GET  /v1/agents/<id>/outbox   → application/x-ndjson: every message the
+//	                                 agent sends from now on (ConsoleMessage:
+//	                                 rpc.DMSend with its files attached)
 //	POST /v1/agents/<id>/build    → application/x-ndjson: BuildEvent lines,
 //	                                 progress as it happens, then one result
 //	                                 or error

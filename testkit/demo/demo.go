@@ -75,8 +75,9 @@ func (d *demo) run(ctx context.Context) error {
 	if d.script {
 		return d.scripted(ctx)
 	}
-	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, core: look around)", d.agent)
-	return d.ctl(ctx, d.stdin, d.stdout, "chat", d.agent)
+	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, file: hello, core: look around)", d.agent)
+	d.say("files the agent sends are saved in %s", d.filesDir())
+	return d.ctl(ctx, d.stdin, d.stdout, "chat", d.agent, "--files", d.filesDir())
 }
 
 // engine finds a Docker engine or starts a private one.
@@ -218,11 +219,20 @@ func (d *demo) scripted(ctx context.Context) error {
 			continue
 		}
 		fmt.Fprintf(d.stdout, "you> %s\n", line)
-		if err := d.ctl(ctx, strings.NewReader(line), d.stdout, "chat", d.agent, "--once", "--wait-cores", "--timeout=3m"); err != nil {
+		if err := d.ctl(ctx, strings.NewReader(line), d.stdout, "chat", d.agent, "--once", "--wait-cores", "--timeout=3m", "--files", d.filesDir()); err != nil {
 			return fmt.Errorf("message %q: %w", line, err)
 		}
 	}
 	return sc.Err()
+}
+
+// filesDir is where the chat saves the files the agent sends: kept after
+// the demo (CHOIR_DEMO_FILES, else choir-demo-files in the temp directory).
+func (d *demo) filesDir() string {
+	if dir := os.Getenv("CHOIR_DEMO_FILES"); dir != "" {
+		return dir
+	}
+	return filepath.Join(os.TempDir(), "choir-demo-files")
 }
 
 // ctl runs choirctl against the demo's home.

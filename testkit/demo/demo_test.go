@@ -34,7 +34,9 @@ func TestDemoScriptedConversation(t *testing.T) {
 	t.Setenv("CHOIR_DATABASE_URL", "") // its own PGlite, as on a fresh machine
 	t.Setenv("CHOIR_LLM_ENDPOINT", "")
 	t.Setenv("CHOIR_DEMO_HOME", "")
-	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\ncore: look around the workspace\n"
+	files := t.TempDir()
+	t.Setenv("CHOIR_DEMO_FILES", files)
+	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\nfile: greeting\ncore: look around the workspace\n"
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -49,6 +51,7 @@ func TestDemoScriptedConversation(t *testing.T) {
 		"README.txt",
 		"created notes.md",
 		"buy milk",
+		"[file] " + filepath.Join(files, "greeting.txt"),
 		"core job demo-job started",
 		"[core demo-job] Core job demo-job finished",
 		"demo stopped; everything it started is gone",
@@ -56,6 +59,9 @@ func TestDemoScriptedConversation(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, got)
 		}
+	}
+	if data, err := os.ReadFile(filepath.Join(files, "greeting.txt")); err != nil || !strings.Contains(string(data), "a file from the demo model") {
+		t.Errorf("the file the agent sent = %q, %v", data, err)
 	}
 	// Nothing left behind: no demo container, and its scratch directory gone.
 	cs, err := dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=demo"}}})

@@ -12,6 +12,9 @@
 // init and agent init plus a demo identity and an example skill, starts
 // choird, builds and starts the agent, and opens `choirctl chat`.
 //
+// Files the agent sends are saved in CHOIR_DEMO_FILES (default
+// choir-demo-files in the temp directory), which the demo leaves in place.
+//
 // With stdin not a terminal (or --script), each input line is one
 // message sent with `choirctl chat --once --wait-cores` and the replies are
 // printed: that is how the demo's end-to-end test drives it.

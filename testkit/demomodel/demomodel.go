@@ -9,6 +9,8 @@
 //   - "read <path>" calls choir.fs.read;
 //   - "note <text>" (or "write a note …") appends to notes.md with
 //     choir.fs.write;
+//   - "file <name>" writes .choirtmp/send/<name>.txt, which goes to the
+//     DM with the reply;
 //   - "core <task>" (or "background …") calls choir.core.spawn;
 //   - anything else gets a short reply saying what it can do;
 //   - after tool results it answers with a one-line account of them.
@@ -107,6 +109,7 @@ var (
 	readRE = regexp.MustCompile(`(?i)\bread\s+(\S+)`)
 	noteRE = regexp.MustCompile(`(?i)\bnote:?\s+(.+)`)
 	coreRE = regexp.MustCompile(`(?i)\b(core|background)\b:?\s*(.*)`)
+	fileRE = regexp.MustCompile(`(?i)\bfile:?\s+([A-Za-z0-9_-]+)`)
 )
 
 // decide picks the reply: text, or tool calls by their wire names.
@@ -139,6 +142,12 @@ func decide(req request, offered map[string]string) (string, []call) {
 		if write := find(offered, "choir_fs_write"); write != "" {
 			return "", []call{{write, map[string]any{"path": "notes.md", "op": "append", "content": noteRE.FindStringSubmatch(text)[1] + "\n"}}}
 		}
+	case fileRE.MatchString(text):
+		if write := find(offered, "choir_fs_write"); write != "" {
+			name := fileRE.FindStringSubmatch(text)[1]
+			return "", []call{{write, map[string]any{"path": ".choirtmp/send/" + name + ".txt", "op": "create", "overwrite": true,
+				"content": "a file from the demo model: " + name + "\n"}}}
+		}
 	case coreRE.MatchString(text):
 		if spawn := find(offered, "choir_core_spawn"); spawn != "" {
 			task := strings.TrimSpace(coreRE.FindStringSubmatch(text)[2])
@@ -149,7 +158,7 @@ func decide(req request, offered map[string]string) (string, []call) {
 				"context_bundle": map[string]any{"facts": []string{}, "excerpts": []string{}, "constraints": []string{}}}}}
 		}
 	}
-	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\" or start a \"core <task>\".", firstLine(text)), nil
+	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\", send a \"file <name>\" or start a \"core <task>\".", firstLine(text)), nil
 }
 
 // find returns the offered wire name ending in suffix.
