@@ -45,7 +45,7 @@ func BenchmarkTurnOneTool(b *testing.B) {
 }
 
 func benchTurn(b *testing.B, m ModelClient) {
-	e := newEnv(b, envOptions{model: m, ident: Identity{UserMD: "Name: Ada.", SoulMD: "Be brief."}})
+	e := newEnv(b, envOptions{model: m, ident: Identity{UserMD: "Name: Ada.", SoulMD: "Be brief."}, budgets: unlimited, compactor: &compactor{}})
 	e.write("a.txt", "hello\n")
 	ctx := context.Background()
 	for range DefaultEventWindow { // fill the window
@@ -63,7 +63,7 @@ func benchTurn(b *testing.B, m ModelClient) {
 // The same turn against the fake server through the real HTTP client, for
 // comparison: the difference is HTTP and JSON on both sides.
 func BenchmarkTurnOneToolHTTP(b *testing.B) {
-	e := newEnv(b, envOptions{})
+	e := newEnv(b, envOptions{budgets: unlimited, compactor: &compactor{}})
 	e.write("a.txt", "hello\n")
 	ctx := context.Background()
 	b.ReportAllocs()
@@ -104,6 +104,21 @@ func (m *stamp) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatReque
 	return m.Chat(ctx, req)
 }
 
+// next waits for the next call to arrive.
+func (m *stamp) next(b *testing.B) time.Time {
+	select {
+	case at := <-m.arrived:
+		return at
+	case <-time.After(deadline):
+		b.Fatal("no model call")
+		return time.Time{}
+	}
+}
+
+// unlimited budgets keep a benchmark's session going however long it runs.
+var unlimited = config.Budgets{MaxCoreJobs: 1 << 30, TotalSessionTokens: 1 << 62, MaxToolCallsPerSession: 1 << 30,
+	PerJobMaxSteps: 50, PerJobMaxToolCalls: 100, PerJobWallTimeMS: 3600000, PerJobMaxInjections: 10}
+
 // reportQuantiles reports the median and 99th percentile of d.
 func reportQuantiles(b *testing.B, d []time.Duration, unit string) {
 	slices.Sort(d)
@@ -116,10 +131,10 @@ func reportQuantiles(b *testing.B, d []time.Duration, unit string) {
 // compacting as it goes, and a model that answers at once.
 func BenchmarkMessageToFirstRequest(b *testing.B) {
 	m := &stamp{arrived: make(chan time.Time, 4)}
-	e := newEnv(b, envOptions{model: m, laneTools: true, compactor: &compactor{}, ident: Identity{UserMD: "Name: Ada.", SoulMD: "Be brief."}})
+	e := newEnv(b, envOptions{model: m, laneTools: true, compactor: &compactor{}, ident: Identity{UserMD: "Name: Ada.", SoulMD: "Be brief."}, budgets: unlimited})
 	for i := range DefaultEventWindow {
 		e.lane.Post(rpcMsg(fmt.Sprint("warm", i), "warm up"))
-		<-m.arrived
+		m.next(b)
 		e.nextReply()
 	}
 	lat := make([]time.Duration, 0, b.N)
@@ -128,7 +143,7 @@ func BenchmarkMessageToFirstRequest(b *testing.B) {
 	for i := range b.N {
 		t0 := time.Now()
 		e.lane.Post(rpcMsg(fmt.Sprint("m", i), "go"))
-		lat = append(lat, (<-m.arrived).Sub(t0))
+		lat = append(lat, m.next(b).Sub(t0))
 		e.nextReply()
 	}
 	b.StopTimer()
@@ -140,7 +155,7 @@ func BenchmarkMessageToFirstRequest(b *testing.B) {
 // prompt built). Each job then finishes at once.
 func BenchmarkSpawnCore(b *testing.B) {
 	m := &stamp{arrived: make(chan time.Time, 4)}
-	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: config.Budgets{MaxCoreJobs: 1 << 30}})
+	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: unlimited})
 	e.waitFor("Run", func() bool { e.lane.mu.Lock(); defer e.lane.mu.Unlock(); return e.lane.coreCtx != nil })
 	lat := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
@@ -150,7 +165,7 @@ func BenchmarkSpawnCore(b *testing.B) {
 		if _, err := e.lane.spawn(json.RawMessage(spawnArgs(fmt.Sprint("job", i), "do it"))); err != nil {
 			b.Fatal(err)
 		}
-		lat = append(lat, (<-m.arrived).Sub(t0))
+		lat = append(lat, m.next(b).Sub(t0))
 		e.nextReport()
 	}
 	b.StopTimer()
@@ -162,7 +177,7 @@ func BenchmarkSpawnCore(b *testing.B) {
 // go test -run=^$ -bench=IdleCore -benchtime=200x ./agent/lane
 func BenchmarkIdleCoreMemory(b *testing.B) {
 	m := &stamp{idle: true, arrived: make(chan time.Time, 1024)}
-	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: config.Budgets{MaxCoreJobs: 1 << 30}})
+	e := newEnv(b, envOptions{model: m, laneTools: true, budgets: unlimited})
 	e.waitFor("Run", func() bool { e.lane.mu.Lock(); defer e.lane.mu.Unlock(); return e.lane.coreCtx != nil })
 	var before, after runtime.MemStats
 	runtime.GC()
@@ -173,7 +188,7 @@ func BenchmarkIdleCoreMemory(b *testing.B) {
 		if _, err := e.lane.spawn(json.RawMessage(spawnArgs(fmt.Sprint("job", i), "wait"))); err != nil {
 			b.Fatal(err)
 		}
-		<-m.arrived
+		m.next(b)
 	}
 	b.StopTimer()
 	runtime.GC()
