@@ -80,6 +80,14 @@ func TestTelegramDMToARunningAgent(t *testing.T) {
 		return len(texts) > before && strings.Contains(strings.Join(texts[before:], "\n"), demomodel.Prefix+`you said "hello from telegram"`)
 	})
 
+	// The turn's committed events reach Postgres with the heartbeats.
+	list, _, _ := ctlRun(t, home, "", "session", "list", "agent-1")
+	sessionID := strings.Fields(strings.Split(list, "\n")[1])[0]
+	waitFor(t, "the turn's events in Postgres", func() bool {
+		out, _, _ := ctlRun(t, home, "", "session", "events", sessionID)
+		return strings.Contains(out, "UserMsg") && strings.Contains(out, "ModelOutput")
+	})
+
 	// An approval the agent asks for reaches the DM with buttons.
 	approvalRoundTrip(t, home, dc)
 	sent := tg.Sent(bot, admin)

@@ -17,6 +17,10 @@ type sessionStore struct{ s *store.Store }
 
 var _ lifecycle.Store = sessionStore{}
 
+func (a sessionStore) SaveSnapshot(ctx context.Context, sessionID string, rev int64, snapshot json.RawMessage) error {
+	return a.s.SaveSnapshot(ctx, sessionID, rev, snapshot)
+}
+
 func (a sessionStore) CreateSession(ctx context.Context, r lifecycle.SessionRecord) error {
 	bindings, err := json.Marshal(r.Bindings)
 	if err != nil {

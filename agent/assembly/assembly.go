@@ -78,6 +78,7 @@ func (rt *Runtime) Attach() {
 		},
 		Stopping: rt.stop,
 		Status:   func() []rpc.StatusReq { return rt.status() },
+		Snapshot: rt.snapshot,
 	}
 }
 
@@ -237,6 +238,22 @@ func (rt *Runtime) firstTime(id string) bool {
 		rt.order = rt.order[1:]
 	}
 	return true
+}
+
+// snapshot is the lanes' working memory for heartbeat replication.
+func (rt *Runtime) snapshot() json.RawMessage {
+	rt.mu.Lock()
+	ln := rt.lane
+	rt.mu.Unlock()
+	if ln == nil {
+		return nil
+	}
+	raw, err := ln.Snapshot()
+	if err != nil {
+		rt.log.Warn("snapshot failed", "error", err.Error())
+		return nil
+	}
+	return raw
 }
 
 func (rt *Runtime) status() []rpc.StatusReq {

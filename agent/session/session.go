@@ -62,6 +62,7 @@ type Session struct {
 
 	mu            sync.Mutex
 	reported      map[string]rpc.StatusReq
+	beats         int
 	configVersion int64
 	config        json.RawMessage
 	ackRev        int64
@@ -87,7 +88,13 @@ type Hooks struct {
 	// Status reports the lanes; changes are sent with REPORT_STATUS after
 	// each heartbeat.
 	Status func() []rpc.StatusReq
+	// Snapshot is the working-memory snapshot (§13.4), sent every
+	// snapshotEvery heartbeats and with the final one.
+	Snapshot func() json.RawMessage
 }
+
+// snapshotEvery is how many heartbeats pass between two snapshots.
+const snapshotEvery = 6
 
 // maxPatches bounds the events one heartbeat carries; a longer backlog
 // takes several heartbeats (the final one loops until all are sent).
@@ -268,6 +275,13 @@ func (s *Session) heartbeat(ctx context.Context, final bool) (int64, bool, error
 	}
 	if final {
 		req.Final = !more
+	}
+	s.mu.Lock()
+	s.beats++
+	snap := s.Hooks.Snapshot != nil && (req.Final || s.beats%snapshotEvery == 0)
+	s.mu.Unlock()
+	if snap {
+		req.Snapshot = s.Hooks.Snapshot()
 	}
 	resp, err := s.cp.Heartbeat(ctx, req)
 	if err != nil {

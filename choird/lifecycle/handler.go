@@ -108,6 +108,11 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 			return rpc.HeartbeatResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeConflict, "events not accepted: %v", err)
 		}
 	}
+	if len(req.Snapshot) > 0 {
+		if err := m.Store.SaveSnapshot(ctx, r.SessionID, req.NewRev, req.Snapshot); err != nil {
+			m.logf(r, "save snapshot failed", "rev", req.NewRev, "error", err.Error())
+		}
+	}
 	if err := m.Store.Heartbeat(ctx, r.SessionID, now, req.ConfigVersion); err != nil {
 		m.logf(r, "record heartbeat failed", "error", err.Error())
 	}

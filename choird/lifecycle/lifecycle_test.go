@@ -76,6 +76,8 @@ func (s *memStore) AppendEvents(_ context.Context, id string, evs []rpc.Event) e
 	s.events[id] = append(s.events[id], evs...)
 	return nil
 }
+func (s *memStore) SaveSnapshot(context.Context, string, int64, json.RawMessage) error { return nil }
+
 func (s *memStore) status(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

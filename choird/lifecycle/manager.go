@@ -63,6 +63,7 @@ type Store interface {
 	ActiveSessions(ctx context.Context) ([]SessionRecord, error)
 	Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error
 	AppendEvents(ctx context.Context, sessionID string, events []rpc.Event) error
+	SaveSnapshot(ctx context.Context, sessionID string, rev int64, snapshot json.RawMessage) error
 }
 
 // Sessions is the agent protocol server's session table.
