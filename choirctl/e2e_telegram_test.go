@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/telegramtest"
@@ -30,17 +29,7 @@ func TestTelegramDMToARunningAgent(t *testing.T) {
 	agentConfig(t, home, workspace)
 
 	// The agent's model: the offline one, where containers reach it.
-	ifc, err := net.InterfaceByName("docker0")
-	if err != nil {
-		testkit.Unavailable(t, "no docker0 bridge: %v", err)
-	}
-	addrs, _ := ifc.Addrs()
-	var ip string
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			ip = ipn.IP.String()
-		}
-	}
+	ip := dockertest.BridgeIP(t)
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)

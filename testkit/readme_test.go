@@ -21,7 +21,6 @@ import (
 
 	"choir/internal/config"
 	"choir/internal/ctl"
-	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/imagetest"
@@ -71,7 +70,7 @@ func TestReadmeQuickstart(t *testing.T) {
 	os.MkdirAll(filepath.Join(prefix, "bin"), 0o755)
 
 	// The offline model, on the Docker bridge where containers reach it.
-	ip := bridgeIP(t)
+	ip := dockertest.BridgeIP(t)
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
 	if err != nil {
 		t.Fatal(err)
@@ -172,22 +171,6 @@ func (l *lockedBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()
-}
-
-func bridgeIP(t *testing.T) string {
-	t.Helper()
-	ifc, err := net.InterfaceByName("docker0")
-	if err != nil {
-		testkit.Unavailable(t, "no docker0 bridge: %v", err)
-	}
-	addrs, _ := ifc.Addrs()
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.String()
-		}
-	}
-	testkit.Unavailable(t, "docker0 has no IPv4 address")
-	return ""
 }
 
 func lastLines(b []byte, n int) string {

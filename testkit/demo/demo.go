@@ -17,6 +17,7 @@ import (
 
 	"choir/internal/docker"
 	"choir/testkit/demomodel"
+	"choir/testkit/dockertest"
 	"choir/testkit/imagetest"
 )
 
@@ -135,7 +136,7 @@ func (d *demo) startModel(ctx context.Context) error {
 	if d.llm.endpoint != "" && d.llm.key != "" {
 		return nil
 	}
-	ip, err := bridgeIP()
+	ip, err := dockertest.BridgeAddr()
 	if err != nil {
 		return err
 	}
@@ -147,24 +148,6 @@ func (d *demo) startModel(ctx context.Context) error {
 	go d.model.Serve(l)
 	d.llm = llmChoice{endpoint: "http://" + l.Addr().String() + "/v1", model: "choir-demo"}
 	return nil
-}
-
-// bridgeIP is the address of docker0 on the host.
-func bridgeIP() (string, error) {
-	ifc, err := net.InterfaceByName("docker0")
-	if err != nil {
-		return "", fmt.Errorf("no docker0 bridge: is the Docker engine running with its default bridge? (%w)", err)
-	}
-	addrs, err := ifc.Addrs()
-	if err != nil {
-		return "", err
-	}
-	for _, a := range addrs {
-		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
-			return ipn.IP.String(), nil
-		}
-	}
-	return "", fmt.Errorf("docker0 has no IPv4 address")
 }
 
 // startChoird runs choird in the background until teardown.
