@@ -71,7 +71,7 @@ func Parse(file string, data []byte) (*Spec, error) {
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return nil, &SpecError{Faults: []Fault{{File: file, Message: jsonProblem(data, err)}}}
+		return nil, &SpecError{Faults: []Fault{{File: file, Message: jsonschema.DecodeProblem(data, err)}}}
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, &SpecError{Faults: []Fault{{File: file, Message: "unexpected data after the SkillSpec object"}}}
@@ -99,32 +99,4 @@ func Parse(file string, data []byte) (*Spec, error) {
 		return nil, &SpecError{Faults: []Fault{{File: file, Message: fmt.Sprintf("decode SkillSpec: %v", err)}}}
 	}
 	return &spec, nil
-}
-
-// jsonProblem describes a decoding error, with the line and column of a
-// syntax error.
-func jsonProblem(data []byte, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line, col := position(data, se.Offset)
-		return fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "invalid JSON: the file is empty or truncated"
-	}
-	return fmt.Sprintf("invalid JSON: %v", err)
-}
-
-// position converts a byte offset into a 1-based line and column.
-func position(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	before := data[:offset]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col < 1 {
-		col = 1
-	}
-	return line, col
 }

@@ -124,7 +124,7 @@ func ParseManifest(file string, data []byte) (*Manifest, error) {
 	dec.UseNumber()
 	var tree any
 	if err := dec.Decode(&tree); err != nil {
-		return nil, fail("", "%s", jsonProblem(data, err))
+		return nil, fail("", "%s", jsonschema.DecodeProblem(data, err))
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, fail("", "unexpected data after the manifest object")
@@ -278,33 +278,6 @@ func lexicalClean(rel string) (string, string) {
 		return "", "the path leaves the workspace"
 	}
 	return p, ""
-}
-
-// jsonProblem describes a decoding error, with the line and column of a
-// syntax error.
-func jsonProblem(data []byte, err error) string {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line, col := position(data, se.Offset)
-		return fmt.Sprintf("invalid JSON at line %d, column %d: %v", line, col, err)
-	}
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return "invalid JSON: the file is empty or truncated"
-	}
-	return fmt.Sprintf("invalid JSON: %v", err)
-}
-
-func position(data []byte, offset int64) (line, col int) {
-	if offset > int64(len(data)) {
-		offset = int64(len(data))
-	}
-	before := data[:offset]
-	line = bytes.Count(before, []byte("\n")) + 1
-	col = int(offset) - (bytes.LastIndexByte(before, '\n') + 1)
-	if col < 1 {
-		col = 1
-	}
-	return line, col
 }
 
 // runtime applies the defaults and returns the tool's Runtime.
