@@ -52,6 +52,9 @@ type Runtime struct {
 	done   sync.WaitGroup
 
 	mu      sync.Mutex
+	dyn     config.Dynamic // parsed once per config version
+	dynVer  int64
+	dynOK   bool
 	seen    map[string]bool // user message ids already queued
 	order   []string        // oldest first, to bound seen
 	clients map[string]*openai.Client
@@ -311,8 +314,15 @@ func (rt *Runtime) outgoing() []string {
 
 func (rt *Runtime) notify(text string) { rt.send(rpc.DMSend{Kind: rpc.DMNotice, Text: text}) }
 
-// dynamic is the hot-reloadable config the session holds now.
+// dynamic is the hot-reloadable config the session holds now, parsed once
+// per config version.
 func (rt *Runtime) dynamic() config.Dynamic {
+	version := rt.sess.ConfigVersion()
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.dynOK && rt.dynVer == version {
+		return rt.dyn
+	}
 	var d config.Dynamic
 	if raw := rt.sess.Config(); raw != nil {
 		json.Unmarshal(raw, &d)
@@ -320,6 +330,7 @@ func (rt *Runtime) dynamic() config.Dynamic {
 	if d.Tunables.EventWindow == 0 {
 		d.Tunables = config.DefaultTunables()
 	}
+	rt.dyn, rt.dynVer, rt.dynOK = d, version, true
 	return d
 }
 
