@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -77,33 +76,16 @@ func ctlRun(t *testing.T, home, stdin string, args ...string) (stdout, stderr st
 	return out.String(), errb.String(), code
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type daemon struct {
 	cmd    *exec.Cmd
-	stderr *lockedBuffer
+	stderr *testkit.Buffer
 	done   chan error
 }
 
 func startChoird(t *testing.T, home string, env []string, args ...string) *daemon {
 	t.Helper()
 	bin := testkit.Build(t, "choir/choird")
-	d := &daemon{stderr: &lockedBuffer{}, done: make(chan error, 1)}
+	d := &daemon{stderr: &testkit.Buffer{}, done: make(chan error, 1)}
 	d.cmd = exec.Command(bin, append([]string{"--home", home}, args...)...)
 	d.cmd.Env = append(os.Environ(), env...)
 	d.cmd.Stderr = d.stderr
@@ -246,7 +228,7 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 
 	// logs follows until Ctrl-C (a cancelled context) and exits 0.
 	ctx, cancel := context.WithCancel(context.Background())
-	var follow lockedBuffer
+	var follow testkit.Buffer
 	followed := make(chan int, 1)
 	go func() {
 		followed <- realMain(ctx, []string{"--home", home, "logs", "choird"}, strings.NewReader(""), &follow, &follow)

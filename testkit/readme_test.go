@@ -1,7 +1,6 @@
 package testkit_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,13 +13,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"choir/internal/config"
 	"choir/internal/ctl"
+	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/imagetest"
@@ -106,7 +105,7 @@ func TestReadmeQuickstart(t *testing.T) {
 	cmd.Dir = ".." // the checkout, where make build runs
 	cmd.Env = append(os.Environ(), "HOME="+home, "PREFIX="+prefix, "EDITOR="+editor,
 		"PATH="+filepath.Join(prefix, "bin")+":"+os.Getenv("PATH"), "DOCKER_HOST="+dc.Host(), "CHOIR_HOME=")
-	var out lockedBuffer
+	var out testkit.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	// choird stays in the background holding the script's output: once the
 	// script has exited, stop waiting for that output.
@@ -154,23 +153,6 @@ func stopChoird(t *testing.T, home string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Errorf("choird (pid %d) did not stop", st.PID)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func lastLines(b []byte, n int) string {
