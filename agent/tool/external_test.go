@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"choir/testkit"
 )
 
 // runExternal loads one external tool from a fresh directory and runs it once
@@ -199,8 +201,8 @@ func TestExternalTimeoutKillsProcessGroup(t *testing.T) {
 	if r.Error == nil || r.Error.Code != CodeTimeout {
 		t.Fatalf("Run = %+v, %+v; want a timeout", r, r.Error)
 	}
-	gone(t, readPid(t, filepath.Join(ws, "tool.pid")))
-	gone(t, readPid(t, filepath.Join(ws, "child.pid")))
+	testkit.ProcessGone(t, testkit.ReadPid(t, filepath.Join(ws, "tool.pid")))
+	testkit.ProcessGone(t, testkit.ReadPid(t, filepath.Join(ws, "child.pid")))
 }
 
 func TestExternalCancelKillsProcessGroup(t *testing.T) {
@@ -226,5 +228,5 @@ func TestExternalCancelKillsProcessGroup(t *testing.T) {
 	if r.Error == nil || r.Error.Code != CodeCancelled {
 		t.Fatalf("Run = %+v, %+v; want cancelled", r, r.Error)
 	}
-	gone(t, readPid(t, pidFile))
+	testkit.ProcessGone(t, testkit.ReadPid(t, pidFile))
 }

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
@@ -94,41 +92,6 @@ func resultJSON(t *testing.T, r Result) map[string]any {
 		t.Fatalf("decode result %s: %v", raw, err)
 	}
 	return m
-}
-
-// gone waits until process pid no longer runs (absent, or a zombie that
-// its new parent has not reaped yet), failing after a generous deadline.
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return
-		}
-		// The state follows the ") " that ends the command name.
-		if i := strings.LastIndex(string(stat), ") "); i >= 0 && strings.HasPrefix(string(stat[i+2:]), "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs: %s", pid, stat)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// readPid waits for a pid file the tool writes and returns the pid.
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("the tool wrote no pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file %q: %v", data, err)
-	}
-	return pid
 }
 
 // waitFor polls cond until it holds, failing after a generous deadline.

@@ -1,7 +1,6 @@
 package approval_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 
 	"choir/choird/approval"
 	"choir/choird/approval/approvaltest"
+
+	"choir/testkit"
 )
 
 // recorder is the notifier and the agent's side: what each was told.
@@ -52,30 +53,12 @@ func (r *recorder) counts() (req, dec, agent int) {
 	return len(r.requested), len(r.decided), len(r.agent)
 }
 
-// syncBuffer is a log sink safe for the timers' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type fixture struct {
 	svc   *approval.Service
 	store *approvaltest.Store
 	clock *approvaltest.Clock
 	rec   *recorder
-	logs  *syncBuffer
+	logs  *testkit.Buffer
 }
 
 const timeout = 30 * time.Minute
@@ -83,7 +66,7 @@ const timeout = 30 * time.Minute
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	clock := approvaltest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	f := &fixture{store: approvaltest.NewStore(clock.Now), clock: clock, rec: &recorder{}, logs: &syncBuffer{}}
+	f := &fixture{store: approvaltest.NewStore(clock.Now), clock: clock, rec: &recorder{}, logs: &testkit.Buffer{}}
 	f.svc = approval.New(approval.Config{
 		Store: f.store, Notifier: f.rec, OnDecision: f.rec.onDecision, Timeout: timeout, Clock: clock,
 		Log: slog.New(slog.NewJSONHandler(f.logs, nil)),

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -22,6 +21,8 @@ import (
 	"choir/internal/rpc"
 	"choir/internal/telegram"
 	"choir/testkit/telegramtest"
+
+	"choir/testkit"
 )
 
 // The gateway is the lifecycle's Outbox.
@@ -239,24 +240,6 @@ func (f *fakeControl) waitMessages(t testing.TB, n int) []rpc.UserMessage {
 	return f.userMessages()
 }
 
-// syncBuffer is a log sink for several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // harness is a running gateway against the fake Bot API.
 type harness struct {
 	t    testing.TB
@@ -264,7 +247,7 @@ type harness struct {
 	bot  telegramtest.BotID
 	fc   *fakeControl
 	gw   *gateway.Gateway
-	logs *syncBuffer
+	logs *testkit.Buffer
 	stop func() // stops the gateway and waits for Run to return
 }
 
@@ -275,7 +258,7 @@ func newHarness(t testing.TB, tweak func(*gateway.Config)) *harness {
 	srv := telegramtest.New(t)
 	bot := srv.AddBot(token, "choir_bot")
 	fc := newFakeControl(t)
-	logs := &syncBuffer{}
+	logs := &testkit.Buffer{}
 	cfg := gateway.Config{
 		Gateways: map[string]config.Gateway{"work": {Type: "telegram", APIBase: srv.URL(), Secret: "tg-work"}},
 		DMs: map[string]config.DM{

@@ -11,9 +11,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"choir/testkit"
 )
 
 func TestLinesCarryTheDesignFields(t *testing.T) {
@@ -176,24 +177,6 @@ func gunzipLines(t *testing.T, path string) int {
 	return bytes.Count(data, []byte("\n"))
 }
 
-// syncBuffer is a goroutine-safe buffer whose growth can be awaited.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -213,7 +196,7 @@ func TestFollowSnapshotThenTail(t *testing.T) {
 	}
 	defer f.Close()
 	f.Write([]byte("old\n"))
-	var out syncBuffer
+	var out testkit.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Follow(ctx, f.Path(), &out, nil) }()

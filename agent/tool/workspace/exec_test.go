@@ -8,6 +8,8 @@ import (
 
 	"choir/agent/tool"
 	"choir/agent/tool/internal/proc"
+
+	"choir/testkit"
 )
 
 func TestExec(t *testing.T) {
@@ -65,8 +67,8 @@ func TestExecTimeoutKillsGroup(t *testing.T) {
 	if !strings.Contains(m["stdout"].(string), "started") {
 		t.Errorf("timeout result stdout = %q; want the output so far", m["stdout"])
 	}
-	gone(t, readPid(t, filepath.Join(ws, "shell.pid")))
-	gone(t, readPid(t, filepath.Join(ws, "child.pid")))
+	testkit.ProcessGone(t, testkit.ReadPid(t, filepath.Join(ws, "shell.pid")))
+	testkit.ProcessGone(t, testkit.ReadPid(t, filepath.Join(ws, "child.pid")))
 }
 
 func TestExecKillsLeftoverChildren(t *testing.T) {
@@ -78,7 +80,7 @@ func TestExecKillsLeftoverChildren(t *testing.T) {
 	if m["status"] != "success" || m["exit_code"] != 0.0 || m["stdout"] != "done\n" {
 		t.Fatalf("choir.exec = %v", m)
 	}
-	gone(t, readPid(t, filepath.Join(ws, "child.pid")))
+	testkit.ProcessGone(t, testkit.ReadPid(t, filepath.Join(ws, "child.pid")))
 }
 
 func quote(s string) string {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"choir/agent/tool"
 )
@@ -83,37 +82,4 @@ func numbered(n int) string {
 		b.WriteString("line " + strconv.Itoa(i) + "\n")
 	}
 	return b.String()
-}
-
-// gone waits until process pid no longer runs (absent, or a zombie not yet
-// reaped by its new parent), failing after a generous deadline.
-func gone(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return
-		}
-		if i := strings.LastIndex(string(stat), ") "); i >= 0 && strings.HasPrefix(string(stat[i+2:]), "Z") {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still runs: %s", pid, stat)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func readPid(t *testing.T, file string) int {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("no pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file %q: %v", data, err)
-	}
-	return pid
 }
