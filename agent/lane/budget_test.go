@@ -79,7 +79,7 @@ func TestJobBudgets(t *testing.T) {
 		want    string
 	}{
 		{name: "per_job_max_steps", budgets: config.Budgets{PerJobMaxSteps: 2},
-			core: []answer{say("thinking"), say("still thinking")}, want: BudgetJobSteps},
+			core: []answer{use("choir.fs.search", `{"pattern":"x"}`), use("choir.fs.search", `{"pattern":"y"}`)}, want: BudgetJobSteps},
 		{name: "per_job_max_tool_calls", budgets: config.Budgets{PerJobMaxToolCalls: 1},
 			core: []answer{use("choir.fs.search", `{"pattern":"x"}`, "choir.fs.search", `{"pattern":"y"}`)}, want: BudgetJobToolCalls},
 		{name: "per_job_wall_time_ms", spawn: `{"job_name":"job","task_spec":"x","tool_constraints":{"time_budget_ms":20}}`,

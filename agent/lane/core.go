@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -163,6 +164,9 @@ func (j *job) work() error {
 			return cause(ctx, err)
 		}
 		a.sync()
+		if len(resp.ToolCalls) == 0 {
+			return j.answer(resp.Content) // REASONING -> COMPLETED on FinalResult
+		}
 		a.maybeCompact()
 		for i, tc := range resp.ToolCalls {
 			if ctx.Err() != nil {
@@ -219,6 +223,64 @@ func (j *job) tool(ctx context.Context, id string, tc openai.ToolCall, name stri
 	}
 	return j.a.propose(ctx, id, tc, name)
 }
+
+// answeredWithResult is the summary of a final result that a job gave as
+// its answer's text when it has an output_schema.
+const answeredWithResult = "the job answered with its result"
+
+// answer takes a model reply without tool calls as the job's final answer
+// (§7.3: REASONING -> COMPLETED on FinalResult): its text is the summary
+// the user's report carries. A job with an output_schema must deliver a
+// result: the text is then that result, JSON (bare or in one fenced block)
+// that satisfies the schema, or the job terminates with invalid_result,
+// the text quoted. A reply with neither text nor tool calls says nothing:
+// the job terminates as on a malformed response (§7.7).
+func (j *job) answer(text string) error {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return &modelError{errors.New("the model answered with neither text nor a tool call")}
+	}
+	fr := FinalResult{Summary: text}
+	if j.schema != nil {
+		raw := []byte(unfence(text))
+		if !json.Valid(raw) {
+			return &resultError{fmt.Sprintf("the job has an output_schema but answered with text that is not JSON "+
+				"(it must call %s with a result, or answer with the result alone); its answer: %s", FinishTool, cutText(text, 500))}
+		}
+		if err := j.schema.Validate(raw); err != nil {
+			return &resultError{fmt.Sprintf("the job's answer does not match its output_schema: %v; its answer: %s", err, cutText(text, 500))}
+		}
+		fr = FinalResult{Summary: answeredWithResult, Result: raw}
+	}
+	j.mu.Lock()
+	j.final = &fr
+	j.mu.Unlock()
+	return nil
+}
+
+// unfence returns the content of a text that is one Markdown code block
+// (``` or ```json), else the text.
+func unfence(text string) string {
+	rest, ok := strings.CutPrefix(text, "```")
+	if !ok {
+		return text
+	}
+	nl := strings.IndexByte(rest, '\n')
+	if nl < 0 || strings.TrimSpace(rest[:nl]) != "" && strings.TrimSpace(rest[:nl]) != "json" {
+		return text
+	}
+	body, ok := strings.CutSuffix(rest[nl+1:], "```")
+	if !ok || strings.Contains(body, "```") {
+		return text
+	}
+	return strings.TrimSpace(body)
+}
+
+// resultError is a final answer that does not give the result the job's
+// output_schema asks for.
+type resultError struct{ msg string }
+
+func (e *resultError) Error() string { return e.msg }
 
 // modelError is a failed model call, which terminates a job (§7.7).
 type modelError struct{ err error }
@@ -281,6 +343,8 @@ func classify(err error) (JobError, string) {
 	switch {
 	case errors.As(err, &be):
 		return JobError{Code: CodeBudgetExceeded, Message: be.Error()}, "BudgetExceeded"
+	case errors.As(err, new(*resultError)):
+		return JobError{Code: CodeInvalidResult, Message: err.Error()}, "Error"
 	case errors.Is(err, errCancelled):
 		return JobError{Code: tool.CodeCancelled, Message: "the job was cancelled"}, "Cancel"
 	case errors.As(err, &me):

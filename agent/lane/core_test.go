@@ -329,7 +329,7 @@ func TestInjectionReachesRunningCore(t *testing.T) {
 	gate := make(chan struct{})
 	s.on("edge", use(SpawnTool, spawnArgs("style", "reformat main.go")), say("Started."))
 	s.on("style",
-		after(gate, say("Looking at main.go.")),
+		after(gate, use(ReportTool, `{"type":"progress","text":"Looking at main.go."}`)),
 		check(func(req openai.ChatRequest) {
 			n := len(req.Messages)
 			if got := req.Messages[n-2].Content; got != "[edge] New instruction for this job: use tabs, not spaces" {

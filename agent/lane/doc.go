@@ -62,7 +62,13 @@
 // It never sees the user's messages, USER.md or SOUL.md. It reports with
 // choir.core.report (progress, plan, thought_summary, need_info,
 // partial_result) and ends with choir.core.finish {summary, result}, the
-// result checked against output_schema; its own model text never leaves it.
+// result checked against output_schema, or with a reply that has no tool
+// call (§7.3, REASONING -> COMPLETED on FinalResult): that text is the
+// final result's summary, after one model call, never another. With an
+// output_schema the text must be the result itself (JSON, bare or in one
+// fenced block, that satisfies it), else the job terminates with
+// invalid_result quoting it; an empty reply terminates it with llm_error.
+// Its other model text (beside tool calls) never leaves it.
 // The runtime adds tool_proposal events and the final_result or error
 // event. Events travel to the edge on an unbounded in-order stream; the
 // edge relays them to the user through Config.Report: the final one always

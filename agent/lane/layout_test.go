@@ -84,10 +84,10 @@ func TestCoreLayout(t *testing.T) {
 		openaitest.Chat().Check(conversation(append(head, calls("choir_fs_read"), result("c1", "alpha"), calls("choir_fs_read"), result("c2", "beta"),
 			calls("choir_memory_compact"), result("c3", "compaction started"), job)...)).
 			Check(func(testing.TB, *openaitest.Request) { close(c.hold); <-compacted }).
-			ReplyText("Both read."),
+			ReplyToolCalls(tc("c4", "choir_fs_read", `{"path":"a.txt"}`)),
 		// c1's call was folded, so its result goes too.
 		openaitest.Chat().Check(conversation(append(head, want{role: "system", has: []string{"# Reference summary", "folded 1 events"}},
-			calls("choir_fs_read"), result("c2", "beta"), calls("choir_memory_compact"), result("c3", "compaction started"), asst("Both read."), job)...)).
+			calls("choir_fs_read"), result("c2", "beta"), calls("choir_memory_compact"), result("c3", "compaction started"), calls("choir_fs_read"), result("c4", "alpha"), job)...)).
 			ReplyToolCalls(tc("f", "choir_core_finish", finishArgs("a says alpha, b says beta"))),
 	)
 	s.on("edge", use(SpawnTool, `{"job_name":"read","task_spec":"Read a.txt and b.txt."}`), say("Reading."))
