@@ -110,7 +110,7 @@ func TestSessionLifecycle(t *testing.T) {
 	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := rpc.NewServer(cd, rpc.DefaultLimits(), log)
-	srv.Open("s-1", "tok")
+	srv.Open("s-1", "a-1", "tok")
 	sock := filepath.Join(t.TempDir(), "choird.sock")
 	l, err := rpc.ListenUnix(sock)
 	if err != nil {
@@ -170,7 +170,7 @@ func TestSessionEndsWhenChoirdRevokesIt(t *testing.T) {
 	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	srv := rpc.NewServer(cd, rpc.DefaultLimits(), log)
-	srv.Open("s-1", "tok")
+	srv.Open("s-1", "a-1", "tok")
 	sock := filepath.Join(t.TempDir(), "choird.sock")
 	l, _ := rpc.ListenUnix(sock)
 	hs := &http.Server{Handler: srv}

@@ -68,7 +68,7 @@ type Store interface {
 
 // Sessions is the agent protocol server's session table.
 type Sessions interface {
-	Open(sessionID, token string)
+	Open(sessionID, agentID, token string)
 	Close(sessionID string)
 	Publish(sessionID, typ string, data any) (string, bool)
 }

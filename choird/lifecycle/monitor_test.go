@@ -35,7 +35,7 @@ type stubSessions struct {
 	closed []string
 }
 
-func (s *stubSessions) Open(string, string) {}
+func (s *stubSessions) Open(string, string, string) {}
 func (s *stubSessions) Close(id string) {
 	s.mu.Lock()
 	s.closed = append(s.closed, id)

@@ -81,7 +81,7 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		return ctl.AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)
 	}
 	m.register(r)
-	m.Sessions.Open(r.SessionID, r.token)
+	m.Sessions.Open(r.SessionID, r.AgentID, r.token)
 	if err := m.launch(ctx, r, wsPath); err != nil {
 		m.end(r, StatusStopped, "start failed: "+err.Error())
 		return ctl.AgentStatus{}, err

@@ -18,7 +18,7 @@ func BenchmarkHeartbeat(b *testing.B) {
 	limits := DefaultLimits()
 	limits.Rate, limits.Burst = math.MaxFloat64, math.MaxInt32
 	srv := NewServer(&fakeHandler{}, limits, quietLogger())
-	srv.Open("s1", "t1")
+	srv.Open("s1", testAgent, "t1")
 	trs := serve(b, srv)
 	payload := json.RawMessage(`"` + strings.Repeat("x", 1024-2) + `"`)
 	req := HeartbeatReq{BaseRev: 1, NewRev: 2, Patches: []Event{{Rev: 2, Type: "UserMsg", Payload: payload, Hash: "h"}}}

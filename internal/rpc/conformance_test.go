@@ -91,25 +91,28 @@ type transport struct {
 	dial func(t testing.TB, session, token string) *Client
 }
 
-// serve mounts srv on both transports and returns them.
+// testAgent is the agent every test session is opened for; the "uds"
+// transport is its own socket (ListenAgent).
+const testAgent = "a1"
+
+// serve mounts srv on both transports, testAgent's socket and a shared
+// HTTPS listener, and returns them.
 func serve(t testing.TB, srv *Server) []transport {
 	t.Helper()
-	sock := filepath.Join(t.TempDir(), "choird.sock")
-	ul, err := ListenUnix(sock)
+	sock := filepath.Join(t.TempDir(), "agent", testAgent, "choird.sock")
+	agentL, err := srv.ListenAgent(sock, testAgent)
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { agentL.Close() })
 	cert, pool := selfSigned(t)
 	tl, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	tlsL := tls.NewListener(tl, &tls.Config{Certificates: []tls.Certificate{cert}})
-	for _, l := range []net.Listener{ul, tlsL} {
-		hs := &http.Server{Handler: srv, ErrorLog: nil}
-		go hs.Serve(l)
-		t.Cleanup(func() { hs.Close() })
-	}
+	go srv.Serve(tlsL)
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	endpoint := "https://" + tl.Addr().String()
 	return []transport{
 		{"uds", func(t testing.TB, session, token string) *Client {
@@ -175,9 +178,9 @@ func TestConformance(t *testing.T) {
 	limits.MaxPayload = 64 << 10
 	h := &fakeHandler{}
 	srv := NewServer(h, limits, quietLogger())
-	srv.Open("s1", "token-1")
-	srv.Open("s2", "token-2")
-	srv.Open("ended", "token-ended")
+	srv.Open("s1", testAgent, "token-1")
+	srv.Open("s2", testAgent, "token-2")
+	srv.Open("ended", testAgent, "token-ended")
 	srv.Close("ended")
 
 	results := map[string]map[string]string{}
@@ -276,12 +279,12 @@ func TestRateLimitPerSession(t *testing.T) {
 	srv := NewServer(&fakeHandler{}, limits, quietLogger())
 	frozen := time.Unix(1700000000, 0)
 	srv.now = func() time.Time { return frozen } // no refill during the test
-	srv.Open("s1", "t1")
-	srv.Open("s2", "t2")
+	srv.Open("s1", testAgent, "t1")
+	srv.Open("s2", testAgent, "t2")
 	outcomes := map[string][]string{}
 	for _, tr := range serve(t, srv) {
-		srv.Open("s1", "t1") // a fresh bucket per transport
-		srv.Open("s2", "t2")
+		srv.Open("s1", testAgent, "t1") // a fresh bucket per transport
+		srv.Open("s2", testAgent, "t2")
 		c1, c2 := tr.dial(t, "s1", "t1"), tr.dial(t, "s2", "t2")
 		var got []string
 		for range 4 {
@@ -328,7 +331,7 @@ func TestEventsResume(t *testing.T) {
 	srv := NewServer(&fakeHandler{}, limits, quietLogger())
 	for _, tr := range serve(t, srv) {
 		t.Run(tr.name, func(t *testing.T) {
-			srv.Open("s1", "t1")
+			srv.Open("s1", testAgent, "t1")
 			c := tr.dial(t, "s1", "t1")
 			ctx := context.Background()
 			for i := range 3 {
@@ -384,7 +387,7 @@ func TestEventsResume(t *testing.T) {
 
 func TestFollowDeliversUntilSessionCloses(t *testing.T) {
 	srv := NewServer(&fakeHandler{}, DefaultLimits(), quietLogger())
-	srv.Open("s1", "t1")
+	srv.Open("s1", testAgent, "t1")
 	tr := serve(t, srv)[0]
 	c := tr.dial(t, "s1", "t1")
 	got := make(chan PushEvent, 10)
@@ -454,7 +457,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	srv := NewServer(&fakeHandler{}, DefaultLimits(), quietLogger())
 	srv.now = func() time.Time { return time.Unix(0, 0) }
 	f.Fuzz(func(t *testing.T, verb string, body []byte) {
-		srv.Open("s", "t") // fresh bucket: fuzzing must not hit the rate limit
+		srv.Open("s", testAgent, "t") // fresh bucket: fuzzing must not hit the rate limit
 		req, err := http.NewRequest(http.MethodPost, "/rpc/"+verb, bytes.NewReader(body))
 		if err != nil {
 			return

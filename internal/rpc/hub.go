@@ -57,6 +57,13 @@ func (l *eventLog) publish(typ string, data json.RawMessage) (string, bool) {
 	return ev.ID, true
 }
 
+// head is the id of the newest event published (0 before the first).
+func (l *eventLog) head() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.next - 1
+}
+
 func (l *eventLog) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()

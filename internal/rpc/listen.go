@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,15 +18,28 @@ const maxSocketPath = 107
 // 0700 first so the socket is never reachable by others, even before chmod.
 // A stale socket from a dead process is replaced; a live one is refused.
 func ListenUnix(path string) (net.Listener, error) {
+	l, err := listenUnix(path, 0o700, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// listenUnix listens on a Unix socket at path: its directory gets dirMode
+// (any missing directory above it 0700), the socket sockMode.
+func listenUnix(path string, dirMode, sockMode os.FileMode) (*net.UnixListener, error) {
 	if len(path) > maxSocketPath {
 		return nil, fmt.Errorf("socket path %s is %d bytes; Unix sockets allow %d: use a shorter home directory", path, len(path), maxSocketPath)
 	}
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return nil, fmt.Errorf("create socket directory: %w", err)
 	}
-	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("restrict socket directory: %w", err)
+	if err := os.Mkdir(dir, dirMode); err != nil && !errors.Is(err, fs.ErrExist) {
+		return nil, fmt.Errorf("create socket directory: %w", err)
+	}
+	if err := os.Chmod(dir, dirMode); err != nil {
+		return nil, fmt.Errorf("set the mode of socket directory %s: %w", dir, err)
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -39,13 +53,13 @@ func ListenUnix(path string) (net.Listener, error) {
 			return nil, fmt.Errorf("remove stale socket: %w", err)
 		}
 	}
-	l, err := net.Listen("unix", path)
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
 		return nil, fmt.Errorf("listen on unix socket %s: %w", path, err)
 	}
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := os.Chmod(path, sockMode); err != nil {
 		l.Close()
-		return nil, fmt.Errorf("restrict socket: %w", err)
+		return nil, fmt.Errorf("set the mode of socket %s: %w", path, err)
 	}
 	return l, nil
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -33,11 +34,15 @@ type Server struct {
 	now     func() time.Time
 	verbs   map[Verb]func(ctx context.Context, body []byte) (any, error)
 	sessions
+	serving
 }
 
 // NewServer returns a Server dispatching to h.
 func NewServer(h ControlPlaneHandler, limits Limits, log *slog.Logger) *Server {
 	s := &Server{handler: h, limits: limits, log: log, now: time.Now, sessions: sessions{m: map[string]*session{}}}
+	s.base, s.endAll = context.WithCancel(context.Background())
+	s.endpoints = map[*endpoint]struct{}{}
+	s.total = &counter{max: limits.MaxConnsTotal}
 	s.verbs = map[Verb]func(context.Context, []byte) (any, error){
 		VerbInitHello:          bind(h.HandleInitHello),
 		VerbGetSecrets:         bind(h.HandleSecrets),
@@ -79,15 +84,16 @@ func DecodeStrict(body []byte, v any) error {
 	return nil
 }
 
-// Open admits a session: calls bearing token for sessionID are accepted
+// Open admits a session of agentID: calls bearing token for sessionID are
+// accepted, on agentID's own listener (ListenAgent) or a shared one (Serve),
 // until Close. Only a hash of the token is kept.
-func (s *Server) Open(sessionID, token string) {
+func (s *Server) Open(sessionID, agentID, token string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.m[sessionID]; old != nil {
 		old.events.close()
 	}
-	s.m[sessionID] = &session{tokenHash: sha256Sum(token), events: newEventLog(s.limits.EventBacklog)}
+	s.m[sessionID] = &session{tokenHash: sha256Sum(token), agentID: agentID, events: newEventLog(s.limits.EventBacklog)}
 }
 
 // Close revokes a session's token and ends its push streams. Calls with the
@@ -124,7 +130,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if !s.admit(w, sess) {
+	if !s.admit(w, sess) || !s.attribute(w, r, sess) {
 		return
 	}
 	switch {
@@ -146,13 +152,34 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*session,
 	if sessionID == "" {
 		sessionID = r.URL.Query().Get("session_id")
 	}
-	token, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	sess := s.check(sessionID, token)
+	sess := s.check(sessionID, bearer(r.Header))
+	if sess != nil {
+		if ep, _ := r.Context().Value(endpointKey{}).(*endpoint); ep != nil && ep.agentID != "" && ep.agentID != sess.agentID {
+			s.log.Warn("refused a session of another agent on an agent socket", "listener", ep.what, "session_id", sessionID, "session_agent_id", sess.agentID)
+			sess = nil
+		}
+	}
 	if sess == nil {
 		writeError(w, &Error{Status: http.StatusUnauthorized, Code: CodeUnauthorized})
 		return nil, "", false
 	}
 	return sess, sessionID, true
+}
+
+// bearer returns the token of the one Authorization header of the form
+// "Bearer <token>" (that scheme exactly, one space, a non-empty token), or
+// "" for anything else: no header, two headers, another scheme or case, a
+// bare token.
+func bearer(h http.Header) string {
+	vals := h.Values("Authorization")
+	if len(vals) != 1 {
+		return ""
+	}
+	token, ok := strings.CutPrefix(vals[0], "Bearer ")
+	if !ok {
+		return ""
+	}
+	return token
 }
 
 func (s *Server) admit(w http.ResponseWriter, sess *session) bool {
@@ -185,11 +212,22 @@ func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID str
 		return
 	}
 	w.Header().Set(HeaderRequestID, reqID)
+	rc := http.NewResponseController(w)
+	if s.limits.BodyTimeout > 0 {
+		rc.SetReadDeadline(s.now().Add(s.limits.BodyTimeout))
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.limits.MaxPayload))
+	rc.SetReadDeadline(time.Time{})
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, Errorf(http.StatusRequestEntityTooLarge, CodeTooLarge, "payload larger than %d bytes", s.limits.MaxPayload))
+			return
+		}
+		var nerr net.Error
+		if errors.As(err, &nerr) && nerr.Timeout() {
+			w.Header().Set("Connection", "close")
+			writeError(w, Errorf(http.StatusRequestTimeout, CodeBadRequest, "request body not received within %s", s.limits.BodyTimeout))
 			return
 		}
 		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "read body: %v", err))
@@ -210,24 +248,39 @@ func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID str
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *session) {
-	flusher, ok := w.(http.Flusher)
-	if !ok {
-		writeError(w, Errorf(http.StatusInternalServerError, CodeInternal, "streaming unsupported"))
-		return
-	}
 	var after uint64
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
 		n, err := strconv.ParseUint(last, 10, 64)
 		if err != nil {
-			writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %q is not an event id", last))
+			writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %q is not an event id: send the id of the last event received, or none", last))
+			return
+		}
+		if head := sess.events.head(); n > head {
+			writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "Last-Event-ID %d is beyond this session's newest event %d: resume from an event this session sent, or send none to start over", n, head))
 			return
 		}
 		after = n
 	}
+	if !s.openStream(w, sess) {
+		return
+	}
+	defer s.closeStream(sess)
+	rc := http.NewResponseController(w)
+	defer rc.SetWriteDeadline(time.Time{})
+	// flush sends what is buffered within StreamWriteTimeout; false ends
+	// the stream.
+	flush := func() bool {
+		if s.limits.StreamWriteTimeout > 0 {
+			rc.SetWriteDeadline(time.Now().Add(s.limits.StreamWriteTimeout))
+		}
+		return rc.Flush() == nil
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	flusher.Flush()
+	if !flush() {
+		return
+	}
 	keepalive := time.NewTicker(s.limits.Keepalive)
 	defer keepalive.Stop()
 	first := true
@@ -241,8 +294,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *sessi
 			writeSSE(w, ev)
 			after, _ = strconv.ParseUint(ev.ID, 10, 64)
 		}
-		flusher.Flush()
-		if closed {
+		if !flush() || closed {
 			return
 		}
 		select {
@@ -251,9 +303,31 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *sessi
 		case <-wake:
 		case <-keepalive.C:
 			io.WriteString(w, ": keepalive\n\n")
-			flusher.Flush()
+			if !flush() {
+				return
+			}
 		}
 	}
+}
+
+// openStream counts an event stream against MaxStreamsPerSession.
+func (s *Server) openStream(w http.ResponseWriter, sess *session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.streams >= s.limits.MaxStreamsPerSession {
+		w.Header().Set("Retry-After", "5")
+		writeError(w, Errorf(http.StatusTooManyRequests, CodeRateLimited,
+			"this session already has %d open event streams, the limit: close one (GET /events) before opening another", sess.streams))
+		return false
+	}
+	sess.streams++
+	return true
+}
+
+func (s *Server) closeStream(sess *session) {
+	s.mu.Lock()
+	sess.streams--
+	s.mu.Unlock()
 }
 
 func writeSSE(w io.Writer, ev PushEvent) {

@@ -28,31 +28,17 @@ func NewRequestID() string {
 }
 
 // session is what the server keeps per open session: the hash of its lease
-// token (never the token), its rate limiter and its push channel.
+// token (never the token), the agent it was opened for, its rate limiter,
+// its push channel and how many connections and event streams it holds.
+// Every field is fixed-size but the event log, which keeps at most
+// Limits.EventBacklog events.
 type session struct {
 	tokenHash [sha256.Size]byte
+	agentID   string
 	limiter   bucket
 	events    *eventLog
-}
-
-// Limits bound what one session may send.
-type Limits struct {
-	// MaxPayload is the largest request body accepted (413 beyond).
-	MaxPayload int64
-	// Rate and Burst define each session's token bucket (429 beyond).
-	Rate  float64 // requests per second
-	Burst int
-	// EventBacklog is how many recent push events a session keeps for
-	// resumption with Last-Event-ID.
-	EventBacklog int
-	// Keepalive is the idle interval between SSE comment lines.
-	Keepalive time.Duration
-}
-
-// DefaultLimits suit one agent: heartbeats every few seconds, bursts of tool
-// calls, event batches of a few MiB at most.
-func DefaultLimits() Limits {
-	return Limits{MaxPayload: 4 << 20, Rate: 50, Burst: 200, EventBacklog: 256, Keepalive: 15 * time.Second}
+	conns     int // connections attributed to it (guarded by the server's lock)
+	streams   int // open GET /events streams (guarded by the server's lock)
 }
 
 // bucket is a token bucket; the caller holds the server's lock.

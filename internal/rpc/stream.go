@@ -71,9 +71,11 @@ func (s *EventStream) Close() error { return s.body.Close() }
 
 // Follow delivers push events to handle until ctx ends or the session is
 // closed (401), reconnecting with Last-Event-ID after transient failures so
-// that no kept event is lost. Events are delivered in order, each once per
-// connection; a handler that must be idempotent across choird restarts
-// deduplicates by the event's payload id.
+// that no kept event is lost. When the server refuses the Last-Event-ID (400:
+// beyond its newest event, as after its event log restarted), Follow
+// delivers a gap event and starts over without it. Events are delivered in
+// order, each once per connection; a handler that must be idempotent across
+// choird restarts deduplicates by the event's payload id.
 func Follow(ctx context.Context, c ControlPlane, handle func(PushEvent)) error {
 	last := ""
 	backoff := 100 * time.Millisecond
@@ -96,6 +98,12 @@ func Follow(ctx context.Context, c ControlPlane, handle func(PushEvent)) error {
 			var rerr *Error
 			if errors.As(err, &rerr) && rerr.Status == http.StatusUnauthorized {
 				return err
+			}
+			if errors.As(err, &rerr) && rerr.Status == http.StatusBadRequest && last != "" {
+				// The server no longer knows our last event (its log
+				// restarted): start over, and resynchronise like a gap.
+				last = ""
+				handle(PushEvent{Type: EventGap, Data: json.RawMessage(`{}`)})
 			}
 		}
 		if ctx.Err() != nil {
