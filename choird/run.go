@@ -98,24 +98,30 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	monitorCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	go agentsMgr.Monitor(monitorCtx)
-	// Requests derive from serveCtx, so long streams (log follow, agent push)
-	// end when the stop begins instead of holding it for the grace period.
+	// Admin requests derive from serveCtx, so long streams (log follow)
+	// end when the stop begins instead of holding it for the grace period;
+	// rpcServer.Shutdown ends the agents' push streams likewise.
 	serveCtx, endStreams := context.WithCancel(context.Background())
 	defer endStreams()
-	base := func(net.Listener) context.Context { return serveCtx }
-	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
-	servers := []*http.Server{
-		{Handler: plane.AdminHandler(), ErrorLog: errLog, BaseContext: base},
-		{Handler: rpcServer, ErrorLog: errLog, BaseContext: base},
-	}
+	// The admin socket has its own connection budget, which no agent
+	// listener draws on, and no write timeout: its follow, log and chat
+	// streams are long-lived. The agent protocol server applies its limits
+	// to every listener it serves.
+	adminServer := &http.Server{Handler: plane.AdminHandler(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return serveCtx }}
+	adminLimits := rpc.AdminLimits()
+	admin = adminLimits.Apply(adminServer, admin, adminLimits.MaxConnsShared)
 	errc := make(chan error, 2)
-	for i, l := range []net.Listener{admin, agents} {
-		go func() {
-			if err := servers[i].Serve(l); !errors.Is(err, http.ErrServerClosed) {
-				errc <- err
-			}
-		}()
-	}
+	go func() {
+		if err := adminServer.Serve(admin); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
+	go func() {
+		if err := rpcServer.Serve(agents); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	}()
 	ready := plane.Status()
 	log.Info("choird ready", "config_version", ready.ConfigVersion, "config_hash", ready.ConfigHash, "resources", ready.Resources)
 
@@ -131,10 +137,11 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	endStreams()
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 	defer cancel()
-	for _, s := range servers {
-		if s.Shutdown(sctx) != nil {
-			s.Close()
-		}
+	if adminServer.Shutdown(sctx) != nil {
+		adminServer.Close()
+	}
+	if err := rpcServer.Shutdown(sctx); err != nil {
+		log.Warn("agent protocol server stopped uncleanly", logs.KeyError, err.Error())
 	}
 	log.Info("choird stopped")
 	return err

@@ -63,6 +63,11 @@ func bind[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(contex
 		if err := DecodeStrict(body, &req); err != nil {
 			return nil, Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 		}
+		if c, ok := any(req).(checker); ok {
+			if err := c.check(); err != nil {
+				return nil, err
+			}
+		}
 		return f(ctx, req)
 	}
 }
@@ -240,6 +245,8 @@ func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID str
 		if !errors.As(err, &rerr) {
 			s.log.Error("rpc handler failed", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "error", err.Error())
 			rerr = Errorf(http.StatusInternalServerError, CodeInternal, "%s failed: %v", verb, err)
+		} else if rerr.Status == http.StatusBadRequest {
+			s.log.Warn("rpc request refused", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "status", rerr.Status, "error", clipTo(rerr.Message, 300))
 		}
 		writeError(w, rerr)
 		return

@@ -1,0 +1,171 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// Bounds of every field choird reads from a request and keeps, logs or
+// echoes. Server refuses a request over any of them with 400 naming the
+// field and the limit, before the handler sees it; the whole body is
+// capped by Limits.MaxPayload (4 MiB by default) first. What choird keeps
+// per session in memory is then: the last status of at most 1 +
+// max_core_jobs lanes (at most MaxLanes), each at most MaxStatusBytes; a
+// TERMINATE_SELF reason; the config version; and, in Server, the session's
+// token hash, rate bucket, connection and stream counts and at most
+// Limits.EventBacklog push events.
+const (
+	// MaxIDBytes bounds identifiers: agent_id, session_id, image_version,
+	// the manifest hashes, tool_name, call_id, request_type, each secret
+	// name, an event's type, lane and hash, hash_prev and hash_new.
+	MaxIDBytes = 128
+	// MaxSecretNames bounds GET_SECRETS' resources list.
+	MaxSecretNames = 64
+	// MaxPatches bounds the events of one HEARTBEAT (the agent sends at
+	// most 256 and loops).
+	MaxPatches = 1024
+	// MaxApprovalPayload bounds REQUEST_APPROVAL's payload: a person reads
+	// it.
+	MaxApprovalPayload = 64 << 10
+	// MaxReasonBytes bounds TERMINATE_SELF's reason.
+	MaxReasonBytes = 1024
+	// MaxJobNameBytes bounds a core job's name (agent/lock's rule: 1 to 64
+	// letters, digits, '-', '_' or '.').
+	MaxJobNameBytes = 64
+	// MaxStatusBytes bounds one REPORT_STATUS, as JSON.
+	MaxStatusBytes = 4 << 10
+	// MaxStatusBudgets bounds a status's budget_remaining entries.
+	MaxStatusBudgets = 16
+	// MaxLanes bounds the lanes one session reports, whatever
+	// max_core_jobs says: the edge and 64 core jobs.
+	MaxLanes = 1 + 64
+)
+
+// Lane names.
+const (
+	LaneEdge       = "edge"
+	LaneCorePrefix = "core:"
+)
+
+// ValidLane says whether name is a lane: "edge" or "core:<job>" with a job
+// name of 1 to MaxJobNameBytes letters, digits, '-', '_' or '.' (the rule
+// of agent/lock, which owns lane names).
+func ValidLane(name string) bool {
+	if name == LaneEdge {
+		return true
+	}
+	job, ok := strings.CutPrefix(name, LaneCorePrefix)
+	if !ok || job == "" || len(job) > MaxJobNameBytes {
+		return false
+	}
+	for i := 0; i < len(job); i++ {
+		if c := job[i]; !alnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+func alnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+// checker is a request with bounds of its own; bind calls it after decoding.
+type checker interface{ check() error }
+
+// tooBig is the 400 for a field over its bound.
+func tooBig(field string, got, limit int, unit string) *Error {
+	return Errorf(http.StatusBadRequest, CodeBadRequest, "%s is %d %s; the limit is %d %s", field, got, unit, limit, unit)
+}
+
+// ids checks identifier fields against MaxIDBytes.
+func ids(fields ...string) error {
+	for i := 0; i+1 < len(fields); i += 2 {
+		if n := len(fields[i+1]); n > MaxIDBytes {
+			return tooBig(fields[i], n, MaxIDBytes, "bytes")
+		}
+	}
+	return nil
+}
+
+func (r InitHelloReq) check() error {
+	return ids("agent_id", r.AgentID, "session_id", r.SessionID, "image_version", r.ImageVersion,
+		"tool_manifest_hash", r.ToolManifestHash, "skill_manifest_hash", r.SkillManifestHash)
+}
+
+func (r SecretReq) check() error {
+	if len(r.Resources) > MaxSecretNames {
+		return tooBig("resources", len(r.Resources), MaxSecretNames, "names")
+	}
+	for i, n := range r.Resources {
+		if err := ids(fmt.Sprintf("resources[%d]", i), n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r HeartbeatReq) check() error {
+	if len(r.Patches) > MaxPatches {
+		return tooBig("patches", len(r.Patches), MaxPatches, "events")
+	}
+	for i, e := range r.Patches {
+		p := fmt.Sprintf("patches[%d]", i)
+		if err := ids(p+".type", e.Type, p+".lane", e.Lane, p+".hash", e.Hash); err != nil {
+			return err
+		}
+	}
+	return ids("hash_prev", r.HashPrev, "hash_new", r.HashNew)
+}
+
+func (r ApprovalReq) check() error {
+	if err := ids("request_type", r.RequestType); err != nil {
+		return err
+	}
+	if len(r.Payload) > MaxApprovalPayload {
+		return tooBig("payload", len(r.Payload), MaxApprovalPayload, "bytes")
+	}
+	return nil
+}
+
+func (r StatusReq) check() error {
+	if !ValidLane(r.Lane) {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "lane %q is not a lane: want %q or %q<job> (job: 1 to %d letters, digits, '-', '_' or '.')", clip(r.Lane), LaneEdge, LaneCorePrefix, MaxJobNameBytes)
+	}
+	if len(r.BudgetRemaining) > MaxStatusBudgets {
+		return tooBig("budget_remaining", len(r.BudgetRemaining), MaxStatusBudgets, "entries")
+	}
+	if n := r.size(); n > MaxStatusBytes {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "status of lane %s is %d bytes; the limit is %d bytes", r.Lane, n, MaxStatusBytes)
+	}
+	return nil
+}
+
+// size is the status's length as JSON.
+func (r StatusReq) size() int {
+	b, _ := json.Marshal(r)
+	return len(b)
+}
+
+func (r TerminateReq) check() error {
+	if n := len(r.Reason); n > MaxReasonBytes {
+		return tooBig("reason", n, MaxReasonBytes, "bytes")
+	}
+	return nil
+}
+
+func (r HostToolReq) check() error {
+	return ids("tool_name", r.ToolName, "call_id", r.CallID)
+}
+
+// clip shortens what a refusal echoes back.
+func clip(s string) string { return clipTo(s, 80) }
+
+func clipTo(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
