@@ -13,16 +13,34 @@ type Dynamic struct {
 	VoiceProfiles map[string]VoiceProfile `json:"voice_profiles"`
 	Search        map[string]Search       `json:"search"`
 	Tunables      Tunables                `json:"tunables"`
+	// The session's own git identity, Notion integration and email account
+	// (their settings and the names of their secrets, never a value); nil
+	// when none is bound. The agent resolves a tool's secret_resources
+	// through them; other agents' entries are not sent.
+	GitIdentity *GitIdentity  `json:"git_identity,omitempty"`
+	Notion      *Notion       `json:"notion,omitempty"`
+	Email       *EmailAccount `json:"email,omitempty"`
 }
 
-// DynamicFor assembles what an agent running with the given model and voice
-// receives at config version v.
-func (c *Config) DynamicFor(v int64, llm, voice string) Dynamic {
-	return Dynamic{
+// DynamicFor assembles what an agent running with the given model and voice,
+// and bound to the given git identity, Notion integration and email account
+// (any may be ""), receives at config version v.
+func (c *Config) DynamicFor(v int64, llm, voice, gitIdentity, notion, email string) Dynamic {
+	d := Dynamic{
 		Version: v, LLM: llm, VoiceProfile: voice,
 		Models: c.Models, TTS: c.TTS, VoiceProfiles: c.VoiceProfiles, Search: c.Search,
 		Tunables: c.Tunables,
 	}
+	if g, ok := c.GitIdentities[gitIdentity]; ok {
+		d.GitIdentity = &g
+	}
+	if n, ok := c.NotionIntegrations[notion]; ok {
+		d.Notion = &n
+	}
+	if e, ok := c.EmailAccounts[email]; ok {
+		d.Email = &e
+	}
+	return d
 }
 
 // BoundSecrets names the secrets an agent with these bindings may hold

@@ -3,14 +3,20 @@ package config
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
+	"unicode/utf8"
 )
 
 // EditSecrets changes secrets.json under an exclusive lock: it reads the
-// file, lets edit change the map, and rewrites it atomically with mode 0600.
-// Concurrent editors are serialised; a failing edit writes nothing.
+// file (refusing it as Load does: not 0600, not choird's user's, too large,
+// malformed), lets edit change the map, and rewrites it atomically with mode
+// 0600, through a symbolic link if secrets.json is one (WriteFileAtomic).
+// Concurrent editors are serialised; a failing edit, or a result choird
+// would refuse (a value of invalid UTF-8 or over MaxSecretValueBytes, a file
+// over MaxSecretsBytes), writes nothing.
 func EditSecrets(home Home, edit func(Secrets) error) error {
 	lock, err := os.OpenFile(home.SecretsPath()+".lock", os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
@@ -28,7 +34,29 @@ func EditSecrets(home Home, edit func(Secrets) error) error {
 	if err := edit(s); err != nil {
 		return err
 	}
-	return WriteFileAtomic(home.SecretsPath(), MarshalSecrets(s), 0o600)
+	for _, name := range s.Names() {
+		if err := ValidSecretValue(s[name]); err != nil {
+			return fmt.Errorf("secret %q: %w; nothing written", name, err)
+		}
+	}
+	data := MarshalSecrets(s)
+	if len(data) > MaxSecretsBytes {
+		return fmt.Errorf("%s would be %d bytes, over its limit of %d MiB; nothing written", home.SecretsPath(), len(data), MaxSecretsBytes>>20)
+	}
+	return WriteFileAtomic(home.SecretsPath(), data, 0o600)
+}
+
+// ValidSecretValue says why value cannot be stored in secrets.json, or nil:
+// it must be valid UTF-8 (JSON would silently change other bytes) and at
+// most MaxSecretValueBytes.
+func ValidSecretValue(value string) error {
+	if len(value) > MaxSecretValueBytes {
+		return fmt.Errorf("the value is %d bytes, over the limit of %d MiB", len(value), MaxSecretValueBytes>>20)
+	}
+	if !utf8.ValidString(value) {
+		return errors.New("the value is not valid UTF-8, which secrets.json (JSON text) cannot hold unchanged: encode a binary secret, e.g. in base64")
+	}
+	return nil
 }
 
 // MarshalSecrets renders secrets.json with sorted names.
@@ -104,7 +132,7 @@ func AddAgent(data []byte, id string, repoURL string) ([]byte, error) {
 // editTree changes config.json's text through its parsed tree and writes it
 // back indented, keeping every key and its order.
 func editTree(data []byte, edit func(tree *node) error) ([]byte, error) {
-	tree, err := parseTree(data)
+	tree, err := parseTree(data, MaxConfigBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", ConfigFile, err)
 	}

@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"os"
+	"errors"
 	"reflect"
+
+	"choir/internal/jsonlimit"
 )
 
 // File names inside the home directory.
@@ -19,9 +20,9 @@ const (
 // listing every structural fault (syntax, unknown fields, wrong types,
 // duplicate keys); it does not check meaning: call Validate for that.
 func Parse(data []byte) (*Config, error) {
-	tree, err := parseTree(data)
+	tree, err := parseTree(data, MaxConfigBytes)
 	if err != nil {
-		return nil, Problems{{File: ConfigFile, Message: err.Error()}}
+		return nil, Problems{{File: ConfigFile, Message: treeMessage(ConfigFile, err)}}
 	}
 	var ps Problems
 	checkShape(ConfigFile, tree, reflect.TypeFor[Config](), "", &ps)
@@ -44,9 +45,9 @@ type Secrets map[string]string
 // ParseSecrets decodes secrets.json: a strict JSON object of string → string.
 // Its problems never quote a value.
 func ParseSecrets(data []byte) (Secrets, error) {
-	tree, err := parseTree(data)
+	tree, err := parseTree(data, MaxSecretsBytes)
 	if err != nil {
-		return nil, Problems{{File: SecretsFile, Message: err.Error()}}
+		return nil, Problems{{File: SecretsFile, Message: treeMessage(SecretsFile, err)}}
 	}
 	var ps Problems
 	if tree.kind != 'o' {
@@ -71,6 +72,15 @@ func ParseSecrets(data []byte) (Secrets, error) {
 	return s, ps.sorted().Err()
 }
 
+// treeMessage words an error of parseTree for file.
+func treeMessage(file string, err error) string {
+	var le *jsonlimit.Error
+	if errors.As(err, &le) {
+		return limitMessage(file, le)
+	}
+	return err.Error()
+}
+
 // Loaded is one consistent read of the home directory's two files.
 type Loaded struct {
 	Config  *Config
@@ -79,57 +89,61 @@ type Loaded struct {
 	Version string
 }
 
-// Load reads, parses and validates config.json and secrets.json from home.
-// It refuses a secrets.json that group or others may access. The returned
-// error is Problems when the files are wrong, or an I/O error.
+// Load reads, parses and validates config.json and secrets.json from home,
+// then checks the configuration against the host (CheckHost). It refuses a
+// config.json that group or others may write and a secrets.json that is not
+// mode 0600 and owned by choird's user (ReadConfig, LoadSecrets). The
+// returned error is Problems when the files are wrong, or an I/O error.
 func Load(home Home) (*Loaded, error) {
-	data, err := os.ReadFile(home.ConfigPath())
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, fmt.Errorf("%s does not exist: run `choirctl init` to create it", home.ConfigPath())
+	var ps Problems
+	// collect adds err's problems to ps; it reports false for another error.
+	collect := func(err error) bool {
+		if err == nil {
+			return true
 		}
-		return nil, fmt.Errorf("read config: %w", err)
+		more, ok := err.(Problems)
+		ps = append(ps, more...)
+		return ok
 	}
-	secrets, err := LoadSecrets(home)
-	if err != nil {
+	data, err := readConfigFile(home)
+	if !collect(err) {
 		return nil, err
 	}
-	c, err := Parse(data)
-	if err != nil {
+	sdata, err := readSecretsFile(home)
+	if !collect(err) {
 		return nil, err
 	}
-	if err := Validate(c, secrets); err != nil {
+	var secrets Secrets
+	if sdata != nil {
+		secrets, err = ParseSecrets(sdata)
+		collect(err)
+	}
+	var c *Config
+	if data != nil {
+		c, err = Parse(data)
+		collect(err)
+	}
+	if c != nil {
+		// Without secrets (secrets.json refused), Validate would call
+		// every secret missing: the file's problems are enough then.
+		if secrets != nil {
+			collect(Validate(c, secrets))
+		}
+		ps = append(ps, CheckHost(c, home)...)
+	}
+	if err := ps.sorted().Err(); err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(data)
 	return &Loaded{Config: c, Secrets: secrets, Version: hex.EncodeToString(sum[:6])}, nil
 }
 
-// LoadSecrets reads secrets.json, refusing it when its mode lets group or
-// others in.
+// LoadSecrets reads and parses secrets.json, refusing it unless it is a
+// regular file of mode 0600 owned by choird's user, within MaxSecretsBytes.
 func LoadSecrets(home Home) (Secrets, error) {
-	path := home.SecretsPath()
-	if err := CheckSecretsMode(path); err != nil {
+	data, err := readSecretsFile(home)
+	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("read secrets: %w", err)
-	}
 	return ParseSecrets(data)
-}
-
-// CheckSecretsMode refuses a secrets file that group or others may access.
-func CheckSecretsMode(path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		if os.IsNotExist(err) {
-			return fmt.Errorf("%s does not exist: run `choirctl init` to create it", path)
-		}
-		return fmt.Errorf("stat secrets: %w", err)
-	}
-	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
-		return fmt.Errorf("%s has mode %#o, so group or others can read it: run `chmod 600 %s`", path, perm, path)
-	}
-	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"choir/internal/jsonlimit"
 )
 
 // node is a parsed JSON value that keeps what encoding/json throws away:
@@ -22,7 +24,12 @@ type node struct {
 
 // parseTree parses one JSON document strictly: a syntax error names the line
 // and column, duplicate object keys are remembered, trailing data is an error.
-func parseTree(data []byte) (*node, error) {
+// The document is first held to maxBytes, MaxDepth and valid UTF-8, which
+// also bounds parseValue's recursion.
+func parseTree(data []byte, maxBytes int64) (*node, error) {
+	if err := jsonlimit.Check(data, jsonlimit.Limits{MaxBytes: maxBytes, MaxDepth: MaxDepth}); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	n, err := parseValue(dec)

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/mail"
 	"net/url"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -184,24 +183,21 @@ func (v *validator) repos() {
 }
 
 func (v *validator) workspaces() {
-	byPath := map[string]string{}
+	type accepted struct{ name, path string }
+	var seen []accepted
 	for _, name := range sortedKeys(v.c.Workspaces) {
 		p := v.c.Workspaces[name].Path
 		path := "workspaces." + name + ".path"
-		switch {
-		case p == "":
-			v.add(path, `""`, "required: an absolute host directory")
-		case !filepath.IsAbs(p):
-			v.add(path, quote(p), "want an absolute path (a workspace is a host directory)")
-		case filepath.Clean(p) == "/":
-			v.add(path, quote(p), "the root directory cannot be a workspace")
-		default:
-			clean := filepath.Clean(p)
-			if other, ok := byPath[clean]; ok {
-				v.add(path, quote(p), "workspace %q already uses this directory; each workspace needs its own", other)
-			}
-			byPath[clean] = name
+		if msg := workspacePathProblem(p); msg != "" {
+			v.add(path, quote(p), "%s", msg)
+			continue
 		}
+		for _, o := range seen {
+			if msg := overlapProblem(p, o.path, o.name); msg != "" {
+				v.add(path, quote(p), "%s", msg)
+			}
+		}
+		seen = append(seen, accepted{name, p})
 	}
 }
 
