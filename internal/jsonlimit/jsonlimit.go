@@ -19,6 +19,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -98,6 +100,28 @@ func ReadAll(r io.Reader, l Limits) ([]byte, error) {
 		return nil, &Error{Err: ErrTooLarge, Offset: l.MaxBytes, Limit: l.MaxBytes}
 	}
 	return data, Check(data, l)
+}
+
+// ReadFile reads the JSON file at path within l (whose MaxBytes must be
+// set). It refuses anything but a regular file, so a FIFO or a device put in
+// a file's place neither blocks the reader nor feeds it forever.
+func ReadFile(path string, l Limits) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%v)", path, fi.Mode().Type())
+	}
+	if fi.Size() > l.MaxBytes && l.MaxBytes > 0 {
+		return nil, &Error{Err: ErrTooLarge, Offset: l.MaxBytes, Limit: l.MaxBytes, Size: fi.Size()}
+	}
+	return ReadAll(f, l)
 }
 
 // Check returns nil when data is within l and valid UTF-8 (with no unpaired

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"unicode/utf8"
 )
@@ -91,6 +94,31 @@ func TestSizeLimit(t *testing.T) {
 	}
 	if _, err := ReadAll(strings.NewReader(deepDoc(100)), Limits{MaxBytes: 1 << 10}); !errors.Is(err, ErrTooDeep) {
 		t.Fatalf("ReadAll(100 deep) = %v; want ErrTooDeep", err)
+	}
+}
+
+func TestReadFile(t *testing.T) {
+	dir := t.TempDir()
+	ok := filepath.Join(dir, "ok.json")
+	os.WriteFile(ok, []byte(`{"a":1}`), 0o644)
+	if got, err := ReadFile(ok, Limits{MaxBytes: 100}); err != nil || string(got) != `{"a":1}` {
+		t.Fatalf("ReadFile(ok) = %q, %v", got, err)
+	}
+	big := filepath.Join(dir, "big.json")
+	os.WriteFile(big, bytes.Repeat([]byte(" "), 200), 0o644)
+	if _, err := ReadFile(big, Limits{MaxBytes: 100}); !errors.Is(err, ErrTooLarge) || !strings.Contains(err.Error(), "200 bytes, over the limit of 100 bytes") {
+		t.Fatalf("ReadFile(200 bytes, limit 100) = %v; want ErrTooLarge with both sizes", err)
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	// A FIFO with no writer would block a plain open forever.
+	if _, err := ReadFile(fifo, Limits{MaxBytes: 100}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadFile(fifo) = %v; want a refusal", err)
+	}
+	if _, err := ReadFile(dir, Limits{MaxBytes: 100}); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("ReadFile(directory) = %v; want a refusal", err)
 	}
 }
 
