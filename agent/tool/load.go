@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"choir/internal/jsonlimit"
 	"choir/internal/jsonschema"
 )
 
@@ -164,7 +165,7 @@ func scanDir(dir string) ([]*entry, []Fault) {
 }
 
 func loadManifest(dir, file string) (*entry, []Fault) {
-	data, err := os.ReadFile(file)
+	data, err := jsonlimit.ReadFile(file, manifestLimits)
 	if err != nil {
 		return nil, []Fault{{File: file, Message: fmt.Sprintf("read: %v", err)}}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"choir/internal/jsonlimit"
 	"choir/internal/jsonschema"
 )
 
@@ -111,6 +112,13 @@ func (e *LoadError) Error() string {
 	return strings.Join(lines, "\n")
 }
 
+// MaxManifestBytes is the largest manifest accepted; a manifest's objects
+// and arrays may nest jsonlimit.DefaultMaxDepth levels, and its text must be
+// valid UTF-8. Manifests are read and checked before they are decoded.
+const MaxManifestBytes = 1 << 20
+
+var manifestLimits = jsonlimit.Limits{MaxBytes: MaxManifestBytes, MaxDepth: jsonlimit.DefaultMaxDepth}
+
 // ParseManifest decodes and checks one manifest: strict shape (unknown
 // members refused with their JSON pointer), a canonical name, an input schema
 // that compiles and takes an object, valid lock keys and secret names. It
@@ -119,6 +127,9 @@ func (e *LoadError) Error() string {
 func ParseManifest(file string, data []byte) (*Manifest, error) {
 	fail := func(p, format string, args ...any) error {
 		return &LoadError{Faults: []Fault{{File: file, Path: p, Message: fmt.Sprintf(format, args...)}}}
+	}
+	if err := jsonlimit.Check(data, manifestLimits); err != nil {
+		return nil, fail("", "%v", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
