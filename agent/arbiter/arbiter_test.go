@@ -286,8 +286,8 @@ func TestLocksReleasedAfterPanic(t *testing.T) {
 	panicky := &fakeTool{name: "test.panic", mode: "X", run: func(context.Context, fakeInput, tool.Env) (tool.Result, error) {
 		panic("boom")
 	}}
-	secretive := &fakeTool{name: "test.secret", mode: "X", secrets: []string{"token"}}
-	h := newHarness(t, Config{Secrets: func(string) (string, bool) { panic("secret store exploded") }}, panicky, secretive)
+	secretive := &fakeTool{name: "test.secret", mode: "X", secrets: []string{tool.SecretNotion}}
+	h := newHarness(t, Config{Secrets: func(string) (string, error) { panic("secret store exploded") }}, panicky, secretive)
 	ctx := context.Background()
 	for _, name := range []string{"test.panic", "test.secret"} {
 		out := h.submit(ctx, Proposal{ID: name, Lane: lock.Edge, Tool: name, Input: json.RawMessage(`{"path":"p.txt"}`)})

@@ -119,7 +119,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
-		Secrets: func(name string) (string, bool) { return rt.sess.Secrets.Get(name) }})
+		Secrets: rt.secret})
 	dyn := rt.dynamic()
 	ln, err := lane.New(lane.Config{
 		SessionID: rt.sess.ID().SessionID,

@@ -14,39 +14,45 @@ type Call struct {
 	Locks []LockReq
 }
 
-// SecretFunc looks up one of the agent's secrets by name.
-type SecretFunc func(name string) (value string, ok bool)
+// SecretFunc resolves a resource kind of secret_resources (SecretLLM,
+// SecretNotion, search:<provider>, ...) through the session's bindings to the
+// value of the secret bound to it now. The error says why there is none: no
+// resource of that kind is bound in this session, or choird did not grant
+// its secret.
+type SecretFunc func(resource string) (value string, err error)
 
 // Invocation is what the arbiter knows about one call.
 type Invocation struct {
 	Workspace string
 	CallID    string
-	// Secrets reaches all the agent's secrets; Run passes the tool only the
-	// ones its SecretResources name. nil: no secrets are bound.
+	// Secrets resolves the kinds a tool's SecretResources name; Run asks it
+	// for those and no others. nil: nothing is bound.
 	Secrets SecretFunc
 }
 
 // Run executes the call under the tool's timeout and always returns a
 // result: a Go error, a timeout, a cancellation or a panic in the tool
-// becomes a structured error result. A granted secret that is not bound fails
-// the call before the tool starts.
+// becomes a structured error result. A secret resource the tool names that
+// cannot be resolved fails the call with secret_unavailable before the tool
+// starts. A tool that names none (choir.exec, every built-in) gets no
+// secrets at all: Env.Secrets is nil.
 func (c *Call) Run(ctx context.Context, inv Invocation) (res Result) {
 	rt := c.Tool.Runtime()
 	env := Env{Workspace: inv.Workspace, CallID: inv.CallID}
-	for _, name := range rt.SecretResources {
+	for _, kind := range rt.SecretResources {
+		err := errors.New("nothing is bound in this session")
 		var v string
-		ok := false
 		if inv.Secrets != nil {
-			v, ok = inv.Secrets(name)
+			v, err = inv.Secrets(kind)
 		}
-		if !ok {
+		if err != nil {
 			return ErrorResult(Errorf(CodeSecretUnavailable,
-				"%s needs the secret %q, which is not bound to this agent", c.Tool.Name(), name))
+				"%s needs the secret of the %s resource, which this session cannot give: %v", c.Tool.Name(), kind, err))
 		}
 		if env.Secrets == nil {
 			env.Secrets = make(map[string]string, len(rt.SecretResources))
 		}
-		env.Secrets[name] = v
+		env.Secrets[kind] = v
 	}
 	if rt.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -126,17 +126,14 @@ func TestCallRun(t *testing.T) {
 		},
 		{
 			name: "secrets: only the granted ones",
-			tool: &fakeBuiltin{name: "acme.sec", rt: Runtime{SecretResources: []string{"b"}},
+			tool: &fakeBuiltin{name: "acme.sec", rt: Runtime{SecretResources: []string{SecretNotion}},
 				run: func(_ context.Context, _ json.RawMessage, env Env) (Result, error) {
 					return Success("ok", map[string]any{"secrets": env.Secrets}), nil
 				}},
-			secrets: func(name string) (string, bool) {
-				v, ok := map[string]string{"a": "secret-a", "b": "secret-b"}[name]
-				return v, ok
-			},
+			secrets: bound(map[string]string{SecretLLM: "secret-a", SecretNotion: "secret-b"}),
 			check: func(t *testing.T, r Result) {
-				if got := r.Fields["secrets"]; !reflect.DeepEqual(got, map[string]string{"b": "secret-b"}) {
-					t.Errorf("the tool saw secrets %v; want only b", got)
+				if got := r.Fields["secrets"]; !reflect.DeepEqual(got, map[string]string{SecretNotion: "secret-b"}) {
+					t.Errorf("the tool saw secrets %v; want only notion's", got)
 				}
 			},
 		},
@@ -148,12 +145,12 @@ func TestCallRun(t *testing.T) {
 				}
 				return Success("ok", nil), nil
 			}},
-			secrets: func(string) (string, bool) { return "x", true },
+			secrets: func(string) (string, error) { return "x", nil },
 		},
 		{
 			name:     "granted secret not bound",
-			tool:     &fakeBuiltin{name: "acme.unbound", rt: Runtime{SecretResources: []string{"missing"}}},
-			secrets:  func(string) (string, bool) { return "", false },
+			tool:     &fakeBuiltin{name: "acme.unbound", rt: Runtime{SecretResources: []string{SecretEmail}}},
+			secrets:  bound(map[string]string{SecretLLM: "k"}),
 			wantCode: CodeSecretUnavailable,
 		},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,9 +27,11 @@ func runExternal(t *testing.T, runtimeExtra, script, input string, secrets map[s
 		t.Fatal(err)
 	}
 	ws := t.TempDir()
-	r := call.Run(context.Background(), Invocation{Workspace: ws, CallID: "call-1", Secrets: func(name string) (string, bool) {
-		v, ok := secrets[name]
-		return v, ok
+	r := call.Run(context.Background(), Invocation{Workspace: ws, CallID: "call-1", Secrets: func(kind string) (string, error) {
+		if v, ok := secrets[kind]; ok {
+			return v, nil
+		}
+		return "", fmt.Errorf("no %s is bound", kind)
 	}})
 	return r, ws
 }
@@ -149,12 +152,12 @@ func TestExternalSecrets(t *testing.T) {
 	t.Setenv("CHOIR_TEST_AGENT_VAR", "agent-env-value")
 	// The tool reports its stdin, its environment and its arguments.
 	script := "#!/bin/sh\nin=$(cat)\nprintf '{\"stdin\":%s,\"env\":\"%s\",\"args\":\"%s\"}' \"$in\" \"$(env | base64 -w0)\" \"$*\"\n"
-	secrets := map[string]string{"acme_token": "s3cr3t-value", "other": "other-value"}
+	secrets := map[string]string{SecretNotion: "s3cr3t-value", SecretLLM: "other-value"}
 	tests := []struct {
 		name, runtime string
 		wantSecrets   string // the stdin secrets member, "" for absent
 	}{
-		{"granted", `"secret_resources": ["acme_token"]`, `{"acme_token":"s3cr3t-value"}`},
+		{"granted", `"secret_resources": ["notion"]`, `{"notion":"s3cr3t-value"}`},
 		{"not granted", "", ""},
 	}
 	for _, tc := range tests {
@@ -178,7 +181,7 @@ func TestExternalSecrets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, leak := range []string{"s3cr3t-value", "other-value", "acme_token", "agent-env-value"} {
+			for _, leak := range []string{"s3cr3t-value", "other-value", "notion", "agent-env-value"} {
 				if strings.Contains(string(env), leak) {
 					t.Errorf("environment contains %q:\n%s", leak, env)
 				}

@@ -130,6 +130,11 @@ func checkBuiltin(t Tool) (*entry, []Fault) {
 			add("lock %q: mode %q is not S or X", l.Key, l.Mode)
 		}
 	}
+	for _, k := range rt.SecretResources {
+		if msg := secretKindProblem(k); msg != "" {
+			add("%s", msg)
+		}
+	}
 	if len(faults) > 0 {
 		return nil, faults
 	}

@@ -278,7 +278,7 @@ func TestLLMToolsExcludeRuntime(t *testing.T) {
 	global := filepath.Join(root, "global")
 	writeTool(t, global, "secretive", manifest("acme.secretive",
 		`"exec_path": "secretive", "timeout_ms": 1234, "locks": [{"resource": "browser_tab", "mode": "X"}],
-		 "network": true, "secret_resources": ["acme_token"], "idempotent": true, "version": "9.9",
+		 "network": true, "secret_resources": ["search:acme"], "idempotent": true, "version": "9.9",
 		 "exposure": "core", "prompt_mask": true`), okScript, 0o755)
 	writeTool(t, global, "hidden", manifest("acme.hidden", `"exposure": "none"`), okScript, 0o755)
 	writeTool(t, global, "edgy", manifest("acme.edgy", `"exposure": "edge"`), okScript, 0o755)
@@ -291,7 +291,7 @@ func TestLLMToolsExcludeRuntime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, leak := range []string{"exec_path", "1234", "browser_tab", "acme_token", "9.9",
+	for _, leak := range []string{"exec_path", "1234", "browser_tab", "search:acme", "9.9",
 		"network", "prompt_mask", "exposure", "locks", "runtime", "input_schema", "acme.hidden"} {
 		if strings.Contains(string(raw), leak) {
 			t.Errorf("LLMTools(nil) = %s; contains %q", raw, leak)

@@ -30,6 +30,13 @@ import (
 // choir's subset, see internal/jsonschema) and runtime.side_effect, which has
 // no safe default. Every other runtime member is optional; see the Default
 // constants for what an absent one means.
+//
+// secret_resources names kinds of bound resources, never secrets.json names:
+// llm, tts, git_identity, notion, email or search:<provider> (see
+// SecretKinds). Any other entry fails the load. At each call the agent
+// resolves every kind through the session's bindings and passes the tool
+// those values on stdin, keyed by kind; a kind with nothing bound in the
+// session fails the call with secret_unavailable.
 type Manifest struct {
 	LLM     ManifestLLM     `json:"llm"`
 	Runtime ManifestRuntime `json:"runtime"`
@@ -121,7 +128,8 @@ var manifestLimits = jsonlimit.Limits{MaxBytes: MaxManifestBytes, MaxDepth: json
 
 // ParseManifest decodes and checks one manifest: strict shape (unknown
 // members refused with their JSON pointer), a canonical name, an input schema
-// that compiles and takes an object, valid lock keys and secret names. It
+// that compiles and takes an object, valid lock keys and secret resource
+// kinds. It
 // does not look for the executable. file names the source in faults; the
 // error is a *LoadError listing every fault.
 func ParseManifest(file string, data []byte) (*Manifest, error) {
@@ -190,8 +198,11 @@ func (m *Manifest) check(file string) []Fault {
 	}
 	seen := make(map[string]bool)
 	for i, s := range m.Runtime.SecretResources {
-		if seen[s] {
-			add(fmt.Sprintf("/runtime/secret_resources/%d", i), "secret %q is listed twice", s)
+		p := fmt.Sprintf("/runtime/secret_resources/%d", i)
+		if msg := secretKindProblem(s); msg != "" {
+			add(p, "%s", msg)
+		} else if seen[s] {
+			add(p, "secret resource %q is listed twice", s)
 		}
 		seen[s] = true
 	}

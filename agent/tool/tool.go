@@ -50,8 +50,10 @@ type Runtime struct {
 	// Network says the tool talks to the network. v1 records it for policy
 	// and audit; nothing here enforces it.
 	Network bool
-	// SecretResources names the agent's secrets the tool may read; Call.Run
-	// passes it those and no others.
+	// SecretResources names the kinds of bound resources whose secrets the
+	// tool may read (SecretLLM, SecretGitIdentity, search:<provider>, ...);
+	// Call.Run resolves each through the session's bindings and passes the
+	// tool those values and no others.
 	SecretResources []string
 	SideEffect      SideEffect
 	Idempotent      bool
@@ -142,8 +144,9 @@ type Env struct {
 	Workspace string
 	// CallID identifies the call (for deduplication and host dispatch).
 	CallID string
-	// Secrets holds the granted secrets only: the names in the tool's
-	// SecretResources, with their values.
+	// Secrets holds the granted secrets only: each resource kind of the
+	// tool's SecretResources with the value of the secret bound to it. nil
+	// when the tool names none.
 	Secrets map[string]string
 }
 

@@ -163,7 +163,8 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 	if req.CurrentConfigVersion >= version {
 		return rpc.ConfigResp{ConfigVersion: version}, nil
 	}
-	blob, err := json.Marshal(l.Config.DynamicFor(version, r.bindings().LLM, r.bindings().VoiceProfile))
+	b := r.bindings()
+	blob, err := json.Marshal(l.Config.DynamicFor(version, b.LLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email))
 	if err != nil {
 		return rpc.ConfigResp{}, err
 	}
