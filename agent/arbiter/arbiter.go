@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"choir/agent/lock"
+	"choir/agent/redact"
 	"choir/agent/skill"
 	"choir/agent/tool"
 	"choir/internal/rpc"
@@ -34,9 +35,14 @@ type Config struct {
 	Locks *lock.Manager
 	// Workspace is the absolute path of the workspace root tools run in.
 	Workspace string
-	// Secrets reaches the agent's secrets (tool.Call.Run passes each tool
-	// only those it is granted); nil binds none.
+	// Secrets resolves the secret resources a tool names (tool.Call.Run
+	// asks it for those only); nil binds none.
 	Secrets tool.SecretFunc
+	// Redactor replaces the values of the session's secrets in every event
+	// before it is committed and hashed, and in every outcome a lane
+	// receives, so what the model sees, what the log holds and what
+	// heartbeats replicate are the same redacted text. nil redacts nothing.
+	Redactor *redact.Redactor
 	// Now is the clock events are stamped with; nil is time.Now.
 	Now func() time.Time
 }
@@ -131,6 +137,7 @@ func New(cfg Config) *Arbiter {
 		a.locks = new(lock.Manager)
 	}
 	a.log.clock = cfg.Now
+	a.log.redact = a.redact
 	return a
 }
 
@@ -241,3 +248,16 @@ func (a *Arbiter) Wait(ctx context.Context, rev int64) error { return a.log.wait
 
 // Locks returns the lock manager the arbiter acquires from.
 func (a *Arbiter) Locks() *lock.Manager { return a.locks }
+
+// redact returns a canonical JSON document with the secret values replaced,
+// still canonical: doc itself when it holds none.
+func (a *Arbiter) redact(doc []byte) []byte {
+	out := a.cfg.Redactor.JSON(doc)
+	if len(out) == len(doc) && (len(doc) == 0 || &out[0] == &doc[0]) {
+		return doc
+	}
+	if c, err := Canonical(out); err == nil {
+		return c
+	}
+	return out
+}

@@ -284,6 +284,7 @@ func (a *Arbiter) work(inv *invocation, held *lock.Held) {
 	}
 	res := inv.call.Run(inv.ctx, tool.Invocation{Workspace: a.cfg.Workspace, CallID: inv.p.ID, Secrets: a.cfg.Secrets})
 	rep.out = resultOutcome(res)
+	rep.out.Output = a.redact(rep.out.Output) // before the model or the log sees it
 	rep.payload = inv.resultPayload(rep.out)
 }
 
@@ -338,6 +339,9 @@ func (a *Arbiter) finish(inv *invocation, out Outcome) {
 // finishWith is finish with the result payload built already, or nil.
 func (a *Arbiter) finishWith(inv *invocation, out Outcome, payload []byte) {
 	out.ID, out.Tool = inv.p.ID, inv.p.Tool
+	// Refusals and skill violations quote what the model sent; a tool's
+	// output was redacted by its worker already (this pass finds nothing).
+	out.Output = a.redact(out.Output)
 	if payload == nil {
 		payload = inv.resultPayload(out)
 	}

@@ -23,11 +23,16 @@ type commitLog struct {
 
 	scratch []byte // hashing buffer, arbiter goroutine only
 	clock   func() time.Time
+	redact  func([]byte) []byte // secret values out of a canonical payload
 }
 
 // append commits one event of type typ with a canonical payload and
-// returns it with its rev, time and hash.
+// returns it with its rev, time and hash. Secret values are redacted from
+// the payload first, so the hash covers what is stored and replicated.
 func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
+	if l.redact != nil {
+		payload = l.redact(payload)
+	}
 	e := rpc.Event{Type: typ, Lane: lane, Payload: payload, Time: now(l.clock)}
 	// Only this goroutine writes n and last, so it may read them unlocked.
 	e.Rev = l.n + 1

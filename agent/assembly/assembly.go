@@ -65,8 +65,15 @@ type Runtime struct {
 const maxSeen = 4096
 
 // New prepares the runtime; Attach connects it to the session's hooks.
+// Everything the runtime sends (through cp, to the model, to its log) is
+// redacted with the session's Redactor.
 func New(cp rpc.ControlPlane, sess *session.Session, cfg Config) *Runtime {
-	return &Runtime{cfg: cfg, cp: cp, sess: sess, log: cfg.Log, seen: map[string]bool{}, clients: map[string]*openai.Client{}}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{cfg: cfg, cp: session.Redacted(cp, sess.Redactor), sess: sess, log: sess.Redactor.Logger(log),
+		seen: map[string]bool{}, clients: map[string]*openai.Client{}}
 }
 
 // Attach installs the runtime in the session's hooks.
@@ -119,7 +126,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
-		Secrets: rt.secret})
+		Secrets: rt.secret, Redactor: rt.sess.Redactor})
 	dyn := rt.dynamic()
 	ln, err := lane.New(lane.Config{
 		SessionID: rt.sess.ID().SessionID,
@@ -297,16 +304,18 @@ func (rt *Runtime) report(job, kind, text string) {
 
 // outgoing lists the files staged in .choirtmp/send/ (§15.1): whatever a
 // tool put there goes out with the next reply or report, and choird
-// removes each once delivered.
+// removes each once delivered. Secret values are redacted from their names
+// and from the content of text files first (see redactStaged).
 func (rt *Runtime) outgoing() []string {
-	entries, err := os.ReadDir(filepath.Join(rt.cfg.Workspace, ".choirtmp", "send"))
+	dir := filepath.Join(rt.cfg.Workspace, ".choirtmp", "send")
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil
 	}
 	var files []string
 	for _, e := range entries {
 		if e.Type().IsRegular() {
-			files = append(files, ".choirtmp/send/"+e.Name())
+			files = append(files, ".choirtmp/send/"+rt.redactStaged(dir, e.Name()))
 		}
 	}
 	return files
@@ -374,7 +383,7 @@ func (rt *Runtime) client() (*openai.Client, error) {
 	if c := rt.clients[cacheKey]; c != nil {
 		return c, nil
 	}
-	c, err := openai.New(openai.Config{Endpoint: m.Endpoint, APIKey: key})
+	c, err := openai.New(openai.Config{Endpoint: m.Endpoint, APIKey: key, HTTPClient: rt.modelHTTP()})
 	if err != nil {
 		return nil, err
 	}

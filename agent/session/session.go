@@ -6,6 +6,10 @@
 //
 // The transport is chosen once, by whoever builds the rpc.ControlPlane;
 // nothing here knows which one it is.
+//
+// No secret value leaves through the session in text: it holds a
+// redact.Redactor fed by every GET_SECRETS answer, wraps its control plane
+// with Redacted and its logger with the Redactor.
 package session
 
 import (
@@ -19,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"choir/agent/redact"
 	"choir/internal/rpc"
 )
 
@@ -59,6 +64,11 @@ type Session struct {
 	Secrets  Secrets
 	Bindings rpc.ResourceBindings
 	Hooks    Hooks
+	// Redactor holds every secret value the session has received; it is
+	// set before the secrets themselves at each fetch, so no value is ever
+	// usable before it is redacted. Everything the session sends choird
+	// and logs passes it, and the runtime redacts with it too.
+	Redactor *redact.Redactor
 
 	mu            sync.Mutex
 	reported      map[string]rpc.StatusReq
@@ -100,10 +110,15 @@ const snapshotEvery = 6
 // takes several heartbeats (the final one loops until all are sent).
 const maxPatches = 256
 
-// New prepares a session; Run starts it.
+// New prepares a session; Run starts it. What it sends through cp and
+// writes to log is redacted (see Redacted and redact.Redactor.Logger).
 func New(cp rpc.ControlPlane, id Identity, v rpc.ImageInfo, heartbeat time.Duration, log *slog.Logger) *Session {
-	return &Session{cp: cp, id: id, version: v, interval: heartbeat, log: log}
+	r := redact.New(nil)
+	return &Session{cp: Redacted(cp, r), id: id, version: v, interval: heartbeat, log: r.Logger(log), Redactor: r}
 }
+
+// Log is the session's logger, which redacts secret values.
+func (s *Session) Log() *slog.Logger { return s.log }
 
 // ID is the session's identity.
 func (s *Session) ID() Identity { return s.id }
@@ -202,6 +217,7 @@ func (s *Session) fetchSecrets(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("GET_SECRETS: %w", err)
 	}
+	s.Redactor.Set(resp.Secrets) // first: no value is usable before it is redacted
 	s.Secrets.swap(resp.Secrets)
 	s.log.Info("secrets received", "count", len(resp.Secrets))
 	return nil
