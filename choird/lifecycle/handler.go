@@ -8,12 +8,17 @@ import (
 	"slices"
 	"strings"
 
+	"choir/internal/config"
 	"choir/internal/rpc"
 )
 
 // The Manager is choird's side of the agent protocol for everything that
 // concerns a running session.
 var _ rpc.ControlPlaneHandler = (*Manager)(nil)
+
+// MaxApprovalsPerSession bounds the REQUEST_APPROVALs of one session: each
+// is stored, shown to a person and held pending with a timer.
+const MaxApprovalsPerSession = 100
 
 var errUnknownSession = rpc.Errorf(http.StatusGone, rpc.CodeFailedPrecondition, "this session has ended")
 
@@ -120,19 +125,61 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	return rpc.HeartbeatResp{AckRev: req.NewRev, ConfigVersionLatest: version}, nil
 }
 
-// HandleStatus keeps each lane's last report for `agent status`.
+// HandleStatus keeps each lane's last report for `agent status`: the edge
+// and at most max_core_jobs core jobs (the running config's, at most
+// rpc.MaxLanes-1), each report at most rpc.MaxStatusBytes (rpc.Server
+// checks the name and size before; they are checked again here for callers
+// that skip it). A report of one lane more is refused with a 400 naming the
+// lane and the limit, logged, and nothing is stored.
 func (m *Manager) HandleStatus(ctx context.Context, req rpc.StatusReq) (rpc.StatusResp, error) {
 	r, err := m.caller(ctx)
 	if err != nil {
 		return rpc.StatusResp{}, err
 	}
-	if req.Lane == "" {
-		return rpc.StatusResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "lane is required")
+	if !rpc.ValidLane(req.Lane) {
+		m.logf(r, "status refused: not a lane", "lane", clip(req.Lane))
+		return rpc.StatusResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "lane %q is not a lane: want %q or %q<job-name>", clip(req.Lane), rpc.LaneEdge, rpc.LaneCorePrefix)
 	}
+	if n, _ := json.Marshal(req); len(n) > rpc.MaxStatusBytes {
+		m.logf(r, "status refused: too large", "lane", req.Lane, "bytes", len(n), "limit", rpc.MaxStatusBytes)
+		return rpc.StatusResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "status of lane %s is %d bytes; the limit is %d bytes", req.Lane, len(n), rpc.MaxStatusBytes)
+	}
+	maxCores := m.maxCoreLanes()
 	r.mu.Lock()
+	_, known := r.lanes[req.Lane]
+	cores := 0
+	for name := range r.lanes {
+		if strings.HasPrefix(name, rpc.LaneCorePrefix) {
+			cores++
+		}
+	}
+	if !known && req.Lane != rpc.LaneEdge && cores >= maxCores {
+		r.mu.Unlock()
+		m.logf(r, "status refused: too many lanes", "lane", req.Lane, "core_lanes", cores, "limit", maxCores)
+		return rpc.StatusResp{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest,
+			"lane %s would be core job %d of this session; the limit is %d (max_core_jobs): report only the edge and the session's core jobs", req.Lane, cores+1, maxCores)
+	}
 	r.lanes[req.Lane] = req
 	r.mu.Unlock()
 	return rpc.StatusResp{Ack: true}, nil
+}
+
+// maxCoreLanes is how many core lanes a session may report: the running
+// config's max_core_jobs (a session spawns no more), at most rpc.MaxLanes-1.
+func (m *Manager) maxCoreLanes() int {
+	n := config.DefaultTunables().Budgets.MaxCoreJobs
+	if l, _ := m.Config(); l != nil && l.Config != nil && l.Config.Budgets.MaxCoreJobs > 0 {
+		n = l.Config.Budgets.MaxCoreJobs
+	}
+	return min(n, rpc.MaxLanes-1)
+}
+
+// clip shortens what a refusal echoes or logs.
+func clip(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return s
 }
 
 // HandleTerminate notes that the agent is exiting on its own; the session
@@ -183,6 +230,17 @@ func (m *Manager) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.
 	}
 	if m.RequestApproval == nil {
 		return rpc.ApprovalResp{}, rpc.Errorf(http.StatusNotImplemented, rpc.CodeUnavailable, "approvals are not available in this choird")
+	}
+	r.mu.Lock()
+	over := r.approvals >= MaxApprovalsPerSession
+	if !over {
+		r.approvals++
+	}
+	r.mu.Unlock()
+	if over {
+		m.logf(r, "approval refused: too many", "request_type", req.RequestType, "limit", MaxApprovalsPerSession)
+		return rpc.ApprovalResp{}, rpc.Errorf(http.StatusTooManyRequests, rpc.CodeRateLimited,
+			"this session has requested %d approvals, the limit per session: wait for decisions (choirctl approval list) or start a new session", MaxApprovalsPerSession)
 	}
 	id, status, err := m.RequestApproval(ctx, r.AgentID, r.SessionID, req.RequestType, req.Payload)
 	if err != nil {

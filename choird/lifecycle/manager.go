@@ -109,6 +109,7 @@ type Run struct {
 	configVersion int64
 	lanes         map[string]rpc.StatusReq
 	terminating   string // TERMINATE_SELF's reason
+	approvals     int    // REQUEST_APPROVALs so far (at most MaxApprovalsPerSession)
 }
 
 // Manager starts, watches and stops agents.

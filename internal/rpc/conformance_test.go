@@ -89,6 +89,10 @@ func (h *fakeHandler) HandleHostTool(ctx context.Context, r HostToolReq) (HostTo
 type transport struct {
 	name string
 	dial func(t testing.TB, session, token string) *Client
+	// base and hc reach the same endpoint with plain HTTP requests, for
+	// tests that must write what no Client sends.
+	base string
+	hc   *http.Client
 }
 
 // testAgent is the agent every test session is opened for; the "uds"
@@ -114,8 +118,14 @@ func serve(t testing.TB, srv *Server) []transport {
 	go srv.Serve(tlsL)
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	endpoint := "https://" + tl.Addr().String()
+	udsHC := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	tlsHC := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	t.Cleanup(udsHC.CloseIdleConnections)
+	t.Cleanup(tlsHC.CloseIdleConnections)
 	return []transport{
-		{"uds", func(t testing.TB, session, token string) *Client {
+		{name: "uds", base: "http://choird", hc: udsHC, dial: func(t testing.TB, session, token string) *Client {
 			c, err := Dial(Options{Transport: TransportUDS, Socket: sock, SessionID: session, LeaseToken: token})
 			if err != nil {
 				t.Fatal(err)
@@ -123,7 +133,7 @@ func serve(t testing.TB, srv *Server) []transport {
 			t.Cleanup(c.Close)
 			return c
 		}},
-		{"https", func(t testing.TB, session, token string) *Client {
+		{name: "https", base: endpoint, hc: tlsHC, dial: func(t testing.TB, session, token string) *Client {
 			c, err := Dial(Options{Transport: TransportHTTP, Endpoint: endpoint, TLS: &tls.Config{RootCAs: pool}, SessionID: session, LeaseToken: token})
 			if err != nil {
 				t.Fatal(err)
