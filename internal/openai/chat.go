@@ -141,13 +141,13 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, erro
 func decodeChat(k call, data []byte) (*ChatResponse, error) {
 	var w wireChatResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, k.fail(KindMalformed, http.StatusOK, fmt.Sprintf("answer is not a chat completion (%v); %s", err, excerpt(data)), err)
+		return nil, k.fail(KindMalformed, http.StatusOK, fmt.Sprintf("answer is not a chat completion (%v); %s", err, k.excerpt(data)), err)
 	}
 	if present(w.Error) {
 		return nil, errorInBody(k, data)
 	}
 	if len(w.Choices) == 0 {
-		return nil, k.fail(KindMalformed, http.StatusOK, "answer has no choices; "+excerpt(data), nil)
+		return nil, k.fail(KindMalformed, http.StatusOK, "answer has no choices; "+k.excerpt(data), nil)
 	}
 	ch := w.Choices[0]
 	switch ch.FinishReason {
@@ -182,7 +182,7 @@ func errorInBody(k call, data []byte) error {
 	b := parseErrorBody(data)
 	msg := b.Message
 	if msg == "" {
-		msg = "the answer carries an error object; " + excerpt(data)
+		msg = "the answer carries an error object; " + k.excerpt(data)
 	}
 	e := k.fail(classifyInBody(b), http.StatusOK, msg, nil)
 	e.Type, e.Code = k.redact(b.Type), k.redact(b.Code)

@@ -195,7 +195,7 @@ func (c *Client) statusFailure(k call, resp *http.Response, data []byte) error {
 	b := parseErrorBody(data)
 	msg := b.Message
 	if !b.found {
-		msg = excerpt(data)
+		msg = k.excerpt(data)
 	}
 	e := k.fail(classify(resp.StatusCode, b), resp.StatusCode, msg, nil)
 	e.Type, e.Code = k.redact(b.Type), k.redact(b.Code)
@@ -205,9 +205,11 @@ func (c *Client) statusFailure(k call, resp *http.Response, data []byte) error {
 
 // excerpt describes a body that is not an error object: its first bytes on
 // one line, enough to recognise a proxy's HTML page or a truncated answer.
-func excerpt(data []byte) string {
+// The key is redacted before the body is cut, so that a page echoing it
+// across the cut cannot leak its first part.
+func (k call) excerpt(data []byte) string {
 	const limit = 160
-	s := strings.Join(strings.Fields(strings.ToValidUTF8(string(data), "?")), " ")
+	s := strings.Join(strings.Fields(k.redact(strings.ToValidUTF8(string(data), "?"))), " ")
 	switch {
 	case s == "":
 		return fmt.Sprintf("body of %d bytes holds no text", len(data))

@@ -61,7 +61,7 @@ func decodeEmbeddings(k call, data []byte, n, dims int) ([][]float32, Usage, err
 	}
 	var w wireEmbedResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, Usage{}, k.fail(KindMalformed, http.StatusOK, fmt.Sprintf("answer is not an embedding list (%v); %s", err, excerpt(data)), err)
+		return nil, Usage{}, k.fail(KindMalformed, http.StatusOK, fmt.Sprintf("answer is not an embedding list (%v); %s", err, k.excerpt(data)), err)
 	}
 	if present(w.Error) {
 		return nil, Usage{}, errorInBody(k, data)

@@ -46,8 +46,9 @@ func ToolMessage(callID, content string) Message {
 // ToolCall is one function call the model asked for.
 type ToolCall struct {
 	// ID is the model's id for the call; a tool turn names it. When a
-	// provider sends none, the client makes one up ("call_0", "call_1"…) so
-	// that every call in a reply has a distinct id.
+	// provider sends none, or repeats one within a reply, the client makes
+	// one up ("call_0", "call_1"…, never one the reply already uses) so that
+	// every call in a reply has a distinct id.
 	ID string
 	// Name is the wire name of the function; NameMap.Canonical maps it back.
 	Name string
@@ -194,9 +195,17 @@ func (c ToolChoice) wire() (any, error) {
 }
 
 // readToolCalls turns an answer's tool_calls into ToolCalls, tolerating
-// arguments sent as an object and missing ids.
+// arguments sent as an object and missing ids. A call without an id, or
+// with one an earlier call of the reply already has, gets an id of its own
+// that no other call of the reply has, since a tool turn names its call by
+// id.
 func readToolCalls(ws []wireToolCall) []ToolCall {
 	var calls []ToolCall
+	taken := make(map[string]bool, len(ws))
+	for _, w := range ws {
+		taken[w.ID] = true
+	}
+	used := make(map[string]bool, len(ws))
 	for i, w := range ws {
 		tc := ToolCall{ID: w.ID, Name: w.Function.Name}
 		raw := w.Function.Arguments
@@ -207,9 +216,14 @@ func readToolCalls(ws []wireToolCall) []ToolCall {
 		case len(raw) > 0 && string(raw) != "null":
 			tc.Arguments = string(raw)
 		}
-		if tc.ID == "" {
+		if tc.ID == "" || used[tc.ID] {
 			tc.ID = fmt.Sprintf("call_%d", i)
+			for n := 1; taken[tc.ID]; n++ {
+				tc.ID = fmt.Sprintf("call_%d_%d", i, n)
+			}
+			taken[tc.ID] = true
 		}
+		used[tc.ID] = true
 		calls = append(calls, tc)
 	}
 	return calls
