@@ -5,13 +5,29 @@
 //
 // # Transports
 //
-// The same http.Handler (Server) is mounted on a Unix socket
-// (~/.choir.d/socks/choird.sock, mode 0600, bind-mounted by its directory so
-// the agent sees /run/choir.sock) and, for multi-host scaffolding, on TCP
-// with TLS (`choird --transport=http --listen=:9400 --tls-cert --tls-key`;
-// plaintext is refused unless the address is loopback). The agent picks its
-// client once at start (Dial); nothing above this package branches on
-// transport.
+// The same http.Handler (Server) is mounted on one Unix socket per agent
+// (Server.ListenAgent: socks/agent/<agent-id>/choird.sock, directory 0711,
+// socket 0666, bind-mounted read-only by its directory into that agent's
+// container only), which admits only sessions opened for that agent, and,
+// for multi-host scaffolding, on one shared TCP listener with TLS
+// (Server.Serve; `choird --transport=http --listen=:9400 --tls-cert
+// --tls-key`; plaintext is refused unless the address is loopback), which
+// admits any open session. The agent picks its client once at start
+// (Dial); nothing above this package branches on transport.
+//
+// # Limits
+//
+// Every listener is limited (Limits, DefaultLimits): 64 connections per
+// agent socket, 1024 per shared listener, 64 per session on a shared
+// listener (counted from its first authenticated request: 429 and the
+// connection closed), 4096 for all listeners together (or half the file
+// descriptor limit); a connection over a cap is closed as soon as it is
+// accepted. Headers must arrive within 10 s (the TLS handshake too) and
+// fit in 16 KiB (431); a body within 60 s (408) and 4 MiB (413); an idle
+// kept-alive connection is closed after 2 min; a session holds at most 4
+// event streams (429); each event-stream write must complete within 30 s.
+// Each request's fields are bounded (bounds.go: MaxIDBytes and the
+// others; 400 naming the field and the limit).
 //
 // # Requests
 //
@@ -28,13 +44,17 @@
 //
 //	{"error": {"code": "<code>", "message": "<what and what to do>"}}
 //
-// Every call is checked in this order: the lease token (compared in constant
-// time; unknown, revoked or missing → 401 "unauthorized" with no detail), the
-// per-session rate limit (→ 429 "rate_limited" with Retry-After in seconds),
-// the verb (unknown → 404 "unknown_verb"), the method (→ 405), the payload
-// size (→ 413 "payload_too_large"), the JSON (malformed, trailing data or an
-// unknown field → 400 "bad_request"). Messages are stateless: nothing depends
-// on the connection a request arrives on.
+// Every call is checked in this order: the lease token (exactly one
+// "Authorization: Bearer <token>" header, that scheme and case, one space, a
+// non-empty token; its hash compared in constant time; unknown, revoked,
+// missing, malformed, or a session of another agent on an agent's socket →
+// 401 "unauthorized" with no detail), the per-session rate limit (→ 429
+// "rate_limited" with Retry-After in seconds), the session's connection cap
+// (→ 429), the verb (unknown → 404 "unknown_verb"), the method (→ 405), the
+// payload size (→ 413 "payload_too_large"), the JSON (malformed, trailing
+// data or an unknown field → 400 "bad_request"), the fields' bounds (→ 400).
+// Messages are stateless: nothing depends on the connection a request
+// arrives on.
 //
 // # Verbs (agent → choird)
 //
@@ -65,5 +85,7 @@
 // an agent that reconnects with Last-Event-ID receives what it missed; when
 // the events it missed are no longer kept, the stream starts with a gap
 // event and the agent resynchronises (for example with FETCH_DYNAMIC_CONFIG).
-// Comment lines (": keepalive") are sent while idle.
+// A Last-Event-ID that is not a decimal id, or is beyond the session's
+// newest event, is a 400 naming the newest id (Follow then starts over
+// with a gap event). Comment lines (": keepalive") are sent while idle.
 package rpc

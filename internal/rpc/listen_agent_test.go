@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -179,4 +180,42 @@ func TestListenAgentCloseEndsEverything(t *testing.T) {
 func isReset(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) || errors.Is(err, http.ErrServerClosed)
+}
+
+// TestFollowStartsOverWhenTheLogRestarted: when the session's event log
+// restarts (reopened, as after a choird restart) the agent's Last-Event-ID
+// is beyond its head: the server answers 400 and Follow delivers a gap,
+// then the new log's events.
+func TestFollowStartsOverWhenTheLogRestarted(t *testing.T) {
+	srv := NewServer(&fakeHandler{}, DefaultLimits(), quietLogger())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	sock, _ := agentSocket(t, srv, t.TempDir(), "a1")
+	srv.Open("s1", "a1", "t1")
+	for i := range 3 {
+		srv.Publish("s1", EventInject, Injection{ID: fmt.Sprint(i)})
+	}
+	got := make(chan PushEvent, 16)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go Follow(ctx, dialUDS(t, sock, "s1", "t1"), func(ev PushEvent) { got <- ev })
+	next := func() PushEvent {
+		select {
+		case ev := <-got:
+			return ev
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event within 20s")
+			return PushEvent{}
+		}
+	}
+	for range 3 {
+		next()
+	}
+	srv.Open("s1", "a1", "t1") // a fresh log: its head is 0
+	if ev := next(); ev.Type != EventGap {
+		t.Errorf("first event after the log restarted = %+v; want gap", ev)
+	}
+	srv.Publish("s1", EventCancel, CancelCore{JobName: "x"})
+	if ev := next(); ev.Type != EventCancel || ev.ID != "1" {
+		t.Errorf("event after the gap = %+v; want cancel with id 1", ev)
+	}
 }
