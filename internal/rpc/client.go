@@ -44,13 +44,19 @@ type Client struct {
 
 var _ ControlPlane = (*Client)(nil)
 
+// ClientMaxConns bounds a Client's connections: calls beyond it wait for
+// one to be free rather than open one the server would refuse (it holds
+// Limits.MaxConnsPerAgent, 64 by default, per agent).
+const ClientMaxConns = 32
+
 // Dial builds the client for the chosen transport. It does not connect:
 // every call is a stateless request.
 func Dial(o Options) (*Client, error) {
 	if o.SessionID == "" || o.LeaseToken == "" {
 		return nil, errors.New("rpc: a session id and a lease token are required")
 	}
-	tr := &http.Transport{MaxIdleConns: 4, IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false}
+	tr := &http.Transport{MaxIdleConns: 4, MaxIdleConnsPerHost: 4, MaxConnsPerHost: ClientMaxConns,
+		IdleConnTimeout: 90 * time.Second, ForceAttemptHTTP2: false}
 	var base string
 	switch o.Transport {
 	case TransportUDS:
