@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"choir/internal/jsonlimit"
 )
 
 // Dir is where the agent image holds its skill files.
@@ -109,7 +111,7 @@ func LoadDir(dir string, knownTool func(name string) bool) (*Registry, error) {
 		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		data, err := jsonlimit.ReadFile(filepath.Join(dir, e.Name()), specLimits)
 		if err != nil {
 			faults = append(faults, Fault{File: e.Name(), Message: fmt.Sprintf("read: %v", err)})
 			continue

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"choir/internal/jsonlimit"
 	"choir/internal/jsonschema"
 )
 
@@ -61,12 +62,22 @@ func SpecSchema() json.RawMessage { return bytes.Clone(specSchemaJSON) }
 
 var specSchema = jsonschema.MustCompile(string(specSchemaJSON))
 
+// MaxSpecBytes is the largest SkillSpec file accepted; its objects and
+// arrays may nest jsonlimit.DefaultMaxDepth levels and its text must be
+// valid UTF-8, checked before it is decoded.
+const MaxSpecBytes = 1 << 20
+
+var specLimits = jsonlimit.Limits{MaxBytes: MaxSpecBytes, MaxDepth: jsonlimit.DefaultMaxDepth}
+
 // Parse decodes one SkillSpec file strictly: it must be a single JSON object
 // matching the SkillSpec schema, with no unknown fields anywhere. file names
 // the source in faults. Parse checks the shape only; Validate checks the
 // machine. The error is a *SpecError listing every fault with its JSON
 // pointer.
 func Parse(file string, data []byte) (*Spec, error) {
+	if err := jsonlimit.Check(data, specLimits); err != nil {
+		return nil, &SpecError{Faults: []Fault{{File: file, Message: err.Error()}}}
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var tree any
