@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // maxFuzzInput caps what one fuzz input may be: a real config.json is a few
@@ -55,7 +57,10 @@ func FuzzParseConfig(f *testing.F) {
 			problemsOf(t, err, ConfigFile)
 			return
 		}
-		first, err := json.Marshal(c)
+		if !utf8.Valid(data) || nesting(data) > MaxDepth {
+			t.Fatalf("Parse accepted %q: invalid UTF-8 or nested %d deep (limit %d)", data, nesting(data), MaxDepth)
+		}
+		first, err := json.Marshal(withEmptyMaps(c))
 		if err != nil {
 			t.Fatalf("Marshal(accepted config) = %v", err)
 		}
@@ -63,8 +68,17 @@ func FuzzParseConfig(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Parse(Marshal(Parse(%q))) = %v; a config Parse accepts must survive a round trip", data, err)
 		}
-		if second, _ := json.Marshal(c2); !bytes.Equal(first, second) {
+		if second, _ := json.Marshal(withEmptyMaps(c2)); !bytes.Equal(first, second) {
 			t.Fatalf("round trip changed the config:\n%s\n%s", first, second)
+		}
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, data, "", "  "); err != nil {
+			t.Fatalf("json.Indent(accepted config) = %v", err)
+		}
+		if c3, err := Parse(indented.Bytes()); err != nil {
+			t.Fatalf("Parse accepts %q but not its indented form: %v", data, err)
+		} else if third, _ := json.Marshal(withEmptyMaps(c3)); !bytes.Equal(first, third) {
+			t.Fatalf("the indented form parses differently:\n%s\n%s", first, third)
 		}
 		secrets, _ := ParseSecrets(secretsData)
 		verr := Validate(c, secrets)
@@ -89,6 +103,40 @@ func FuzzParseConfig(f *testing.F) {
 			}
 		}
 	})
+}
+
+// withEmptyMaps returns a copy of c whose absent sections (nil maps, which
+// marshal as null, which Parse refuses) are empty, as a config file
+// written by hand would have them.
+func withEmptyMaps(c *Config) *Config {
+	cp := *c
+	v := reflect.ValueOf(&cp).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Map && f.IsNil() {
+			f.Set(reflect.MakeMap(f.Type()))
+		}
+	}
+	return &cp
+}
+
+// nesting returns how deeply objects and arrays nest in a valid JSON
+// document, the outermost counting as 1.
+func nesting(data []byte) int {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth, deepest := 0, 0
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return deepest
+		}
+		switch tok {
+		case json.Delim('{'), json.Delim('['):
+			depth++
+			deepest = max(deepest, depth)
+		case json.Delim('}'), json.Delim(']'):
+			depth--
+		}
+	}
 }
 
 // alnumCanary turns s into a non-empty string of letters and digits of the
@@ -156,9 +204,12 @@ func FuzzParseSecrets(f *testing.F) {
 		if len(sa) != len(sb) {
 			t.Fatalf("ParseSecrets gave %d then %d secrets", len(sa), len(sb))
 		}
-		for n := range sa {
-			if ValidSecretName(n) != nil {
-				t.Fatalf("ParseSecrets accepted the name %q", n)
+		if d := doc(a); !utf8.Valid(d) || nesting(d) > MaxDepth {
+			t.Fatalf("ParseSecrets accepted %q: invalid UTF-8 or nested %d deep (limit %d)", d, nesting(d), MaxDepth)
+		}
+		for n, v := range sa {
+			if ValidSecretName(n) != nil || len(v) > MaxSecretValueBytes {
+				t.Fatalf("ParseSecrets accepted the name %q with a value of %d bytes", n, len(v))
 			}
 		}
 		out := MarshalSecrets(sa)
