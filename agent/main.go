@@ -1,16 +1,20 @@
 // Command choir-agent is the runtime inside an agent's container: one static
-// binary that keeps the session with choird (and, as later rooms land, runs
-// the edge and core lanes, the arbiter, the lock manager and the tools).
+// binary that keeps the session with choird and runs the edge and core
+// lanes, the arbiter, the lock manager and the tools.
 //
 // Its identity comes from the environment choird sets at container start
 // (CHOIR_AGENT_ID, CHOIR_SESSION_ID, CHOIR_LEASE_TOKEN; never a secret): the
-// lease token is scoped to this session and dies with it. Secrets arrive
-// over the control protocol and stay in memory.
+// lease token is scoped to this session and dies with it. It is read once
+// and removed from the environment; before any tool runs, the agent enters
+// its sandbox (agent/sandbox): non-dumpable, and every tool process under
+// the workspace owner's uid. Secrets arrive over the control protocol and
+// stay in memory.
 //
 // Usage:
 //
-//	choir-agent --control-plane=uds  --socket=/run/choir.sock
+//	choir-agent --control-plane=uds  --socket=/run/choir/choird.sock
 //	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE]
+//	choir-agent --choir-launch NPROC PATH [ARG...]   (the tool launcher; agent/sandbox)
 package main
 
 import (
@@ -29,6 +33,7 @@ import (
 	"time"
 
 	"choir/agent/assembly"
+	"choir/agent/sandbox"
 	"choir/agent/session"
 	"choir/internal/rpc"
 )
@@ -42,6 +47,12 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.LaunchArg {
+		// choir-agent as the launcher of a tool process (agent/sandbox).
+		err := sandbox.Launch(os.Args[2:])
+		fmt.Fprintln(os.Stderr, "choir-agent:", err)
+		os.Exit(127)
+	}
 	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stderr))
 }
 
@@ -101,6 +112,15 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	if err != nil {
 		return err
 	}
+	// Before any tool can run: the token leaves the environment (tools get
+	// an allowlist anyway), the agent becomes unreadable and untraceable,
+	// and tools will run as the workspace's owner.
+	os.Unsetenv(envLeaseToken)
+	sb, err := sandbox.Enter(o.workspace)
+	if err != nil {
+		return fmt.Errorf("tool sandbox: %w", err)
+	}
+	log.Info("tool sandbox ready", "tool_uid", sb.UID, "tool_gid", sb.GID, "tool_nproc", sb.NProc)
 	var tlsConf *tls.Config
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"choir/internal/config"
 	"choir/internal/docker"
 	"choir/internal/rpc"
+	"choir/testkit"
 	"choir/testkit/dockertest"
 	"choir/testkit/telegramtest"
 )
@@ -45,8 +48,7 @@ func agentConfig(t *testing.T, home, workspace string) {
 
 func TestAgentsThroughChoirctl(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "h")
-	workspace := filepath.Join(t.TempDir(), "ws")
-	os.MkdirAll(workspace, 0o755)
+	workspace := testkit.Workspace(t)
 	ctlRun(t, home, "", "init")
 	env := backends(t, home)
 	agentConfig(t, home, workspace)
@@ -173,7 +175,19 @@ func approvalRoundTrip(t *testing.T, home string, dc *docker.Client) {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: config.Home{Dir: home}.AgentSocket(), SessionID: env["CHOIR_SESSION_ID"], LeaseToken: env["CHOIR_LEASE_TOKEN"]})
+	sock := filepath.Join(config.Home{Dir: home}.AgentSocketDir(), "agent-1", "choird.sock")
+	// The agent's socket refuses a forged token, and one that is a secret's
+	// value is not logged (assertNoSecrets checks the logs at the end).
+	forged, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: env["CHOIR_SESSION_ID"], LeaseToken: "sk-agents-Secret-" + "forged"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rerr *rpc.Error
+	if _, err := forged.Heartbeat(ctx, rpc.HeartbeatReq{}); !errors.As(err, &rerr) || rerr.Status != http.StatusUnauthorized {
+		t.Errorf("heartbeat with a forged token on agent-1's socket = %v; want 401", err)
+	}
+	forged.Close()
+	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: env["CHOIR_SESSION_ID"], LeaseToken: env["CHOIR_LEASE_TOKEN"]})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -55,8 +55,7 @@ func TestFromInitToARunningBuiltAgent(t *testing.T) {
 	}
 	commitFile(t, agentRepo, "tools/demo.hello.json", `{"llm":{"name":"demo.hello","description":"Say hello.","input_schema":{"type":"object","properties":{}}},"runtime":{"side_effect":"read"}}`, 0o644)
 	commitFile(t, agentRepo, "tools/demo.hello", "#!/bin/sh\necho '{\"status\":\"success\",\"summary\":\"hello\"}'\n", 0o755)
-	workspace := filepath.Join(t.TempDir(), "ws")
-	os.MkdirAll(workspace, 0o755)
+	workspace := testkit.Workspace(t)
 	env := backends(t, home)
 	agentConfig(t, home, workspace)
 	// agentConfig replaced the agents and the global repo; restore the repos.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/telegramtest"
@@ -22,8 +23,7 @@ import (
 func TestTelegramDMToARunningAgent(t *testing.T) {
 	dc := dockertest.Engine(t)
 	home := filepath.Join(t.TempDir(), "h")
-	workspace := filepath.Join(t.TempDir(), "ws")
-	os.MkdirAll(workspace, 0o755)
+	workspace := testkit.Workspace(t)
 	ctlRun(t, home, "", "init")
 	env := backends(t, home)
 	agentConfig(t, home, workspace)

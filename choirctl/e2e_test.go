@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -20,7 +19,6 @@ import (
 	"choir/choird/store"
 	"choir/internal/config"
 	"choir/internal/ctl"
-	"choir/internal/rpc"
 	"choir/testkit"
 	"choir/testkit/dockertest"
 	"choir/testkit/pgtest"
@@ -239,22 +237,13 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 		t.Errorf("logs after Ctrl-C = %d %q; want 0", code, follow.String())
 	}
 
-	// An agent-socket call bearing a secret as its token is refused and not logged.
-	agentSock := config.Home{Dir: home}.AgentSocket()
-	c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: agentSock, SessionID: apiSecret, LeaseToken: apiSecret})
-	if err != nil {
-		t.Fatal(err)
+	// No agent runs, so no agent socket exists: each agent gets its own when
+	// it starts (the forged-token refusal is tested on a running agent's).
+	if entries, err := os.ReadDir(config.Home{Dir: home}.AgentSocketDir()); err == nil && len(entries) > 0 {
+		t.Errorf("socks/agent holds %d entries with no agent running; want none", len(entries))
 	}
-	_, err = c.Heartbeat(context.Background(), rpc.HeartbeatReq{})
-	var rerr *rpc.Error
-	if !errors.As(err, &rerr) || rerr.Status != http.StatusUnauthorized {
-		t.Errorf("heartbeat with a forged token = %v; want 401", err)
-	}
-	c.Close()
-	for _, sock := range []string{agentSock, config.Home{Dir: home}.AdminSocket()} {
-		if fi, err := os.Stat(sock); err != nil || fi.Mode().Perm() != 0o600 {
-			t.Errorf("%s mode = %v, %v; want 0600", sock, fi.Mode().Perm(), err)
-		}
+	if fi, err := os.Stat(config.Home{Dir: home}.AdminSocket()); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("ctl.sock mode = %v, %v; want 0600", fi.Mode().Perm(), err)
 	}
 	if fi, err := os.Stat(filepath.Join(home, "socks")); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Errorf("socks/ mode = %v, %v; want 0700", fi.Mode().Perm(), err)

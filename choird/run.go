@@ -65,7 +65,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer dc.Close()
 	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
-	agentsMgr.Sessions = rpcServer
+	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)}
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
@@ -117,11 +117,13 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 			errc <- err
 		}
 	}()
-	go func() {
-		if err := rpcServer.Serve(agents); !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
+	if agents != nil {
+		go func() {
+			if err := rpcServer.Serve(agents); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
 	ready := plane.Status()
 	log.Info("choird ready", "config_version", ready.ConfigVersion, "config_hash", ready.ConfigHash, "resources", ready.Resources)
 
@@ -171,7 +173,8 @@ func loadConfig(home config.Home, plane *control.Plane) error {
 	return nil
 }
 
-// listenAgents opens the agents' endpoint: the control socket, or TCP.
+// listenAgents opens the agents' shared endpoint for the HTTP transport; with
+// UDS there is none (nil), only the per-agent sockets.
 func listenAgents(home config.Home, o options) (net.Listener, string, error) {
 	if o.transport == rpc.TransportHTTP {
 		l, err := rpc.ListenTCP(o.listen, o.tlsCert, o.tlsKey)
@@ -180,11 +183,9 @@ func listenAgents(home config.Home, o options) (net.Listener, string, error) {
 		}
 		return l, l.Addr().String(), nil
 	}
-	l, err := rpc.ListenUnix(home.AgentSocket())
-	if err != nil {
-		return nil, "", err
-	}
-	return l, home.AgentSocket(), nil
+	// UDS: each agent gets its own socket when it starts (the lifecycle
+	// opens it), in a directory only its container mounts.
+	return nil, filepath.Join(home.AgentSocketDir(), "<agent-id>", lifecycle.SocketName), nil
 }
 
 // stopAgents stops every running agent gracefully when choird stops.

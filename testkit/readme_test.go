@@ -101,6 +101,12 @@ func TestReadmeQuickstart(t *testing.T) {
 	password, _ := u.User.Password()
 	script = strings.Replace(script, "'choir:change-me'", "'"+u.User.Username()+":"+password+"'", 1)
 
+	// The README runs as an ordinary user, who owns the workspace its
+	// `mkdir -p` makes; the test runs as root, so the workspace is made
+	// first, owned by an unprivileged uid (choird refuses a root-owned one).
+	if err := testkit.MakeWorkspace(filepath.Join(home, "choir/workspace")); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command("bash", "-e", "-c", script)
 	cmd.Dir = ".." // the checkout, where make build runs
 	cmd.Env = append(os.Environ(), "HOME="+home, "PREFIX="+prefix, "EDITOR="+editor,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"choir/agent/sandbox"
 	"choir/agent/tool/internal/proc"
 )
 
@@ -15,7 +16,8 @@ import (
 //
 // The protocol: the executable starts in its own process group with the
 // workspace as working directory, no arguments and the environment
-// PATH=DefaultPath, HOME=/tmp and nothing else. Its standard input is one
+// sandbox.Env() (PATH, HOME=/tmp, LANG, TERM and the agent's ids) and nothing
+// else; in a container it runs as the workspace's owner (agent/sandbox). Its standard input is one
 // JSON object, then EOF:
 //
 //	{"input": {...}, "call_id": "...", "workspace": "/workspace", "secrets": {"name": "value"}}
@@ -33,9 +35,6 @@ type External struct {
 	rt   Runtime
 	file string // the manifest, for messages
 }
-
-// DefaultPath is the PATH external tools run with.
-const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // OutputCap bounds what is kept of an external tool's stdout and stderr.
 const OutputCap = 1 << 20
@@ -76,7 +75,7 @@ func (t *External) Execute(ctx context.Context, input json.RawMessage, env Env) 
 	r, err := proc.Run(ctx, proc.Spec{
 		Path:      t.rt.ExecPath,
 		Dir:       env.Workspace,
-		Env:       []string{"PATH=" + DefaultPath, "HOME=/tmp"},
+		Env:       sandbox.Env(),
 		Stdin:     stdin,
 		StdoutCap: OutputCap,
 		StderrCap: OutputCap,
@@ -96,6 +95,8 @@ func (t *External) Execute(ctx context.Context, input json.RawMessage, env Env) 
 		return Result{Status: StatusError, Summary: e.Message, Error: e, Fields: fields}, nil
 	}
 	switch {
+	case r.OOMKilled:
+		return fail(CodeExitStatus, "%s was killed by the kernel: the container ran out of memory", t.llm.Name)
 	case r.Signal != "":
 		return fail(CodeExitStatus, "%s was killed by signal %s", t.llm.Name, r.Signal)
 	case r.ExitCode != 0:

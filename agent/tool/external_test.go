@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"choir/agent/sandbox"
 	"choir/testkit"
 )
 
@@ -186,8 +187,8 @@ func TestExternalSecrets(t *testing.T) {
 					t.Errorf("environment contains %q:\n%s", leak, env)
 				}
 			}
-			if !strings.Contains(string(env), "HOME=/tmp\n") || !strings.Contains(string(env), "PATH="+DefaultPath+"\n") {
-				t.Errorf("environment = \n%s\nwant HOME=/tmp and PATH=%s", env, DefaultPath)
+			if !strings.Contains(string(env), "HOME=/tmp\n") || !strings.Contains(string(env), "PATH="+sandbox.Path+"\n") {
+				t.Errorf("environment = \n%s\nwant HOME=/tmp and PATH=%s", env, sandbox.Path)
 			}
 			if args := string(r.Fields["args"].(json.RawMessage)); args != `""` {
 				t.Errorf("arguments = %s; want none", args)

@@ -79,6 +79,11 @@ func (m *Manager) end(r *Run, status, reason string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	m.Sessions.Close(r.SessionID)
+	if r.socket != nil {
+		if err := r.socket.Close(); err != nil {
+			m.logf(r, "close the agent's socket failed", "error", err.Error())
+		}
+	}
 	if r.ContainerID != "" {
 		select {
 		case <-r.exited:

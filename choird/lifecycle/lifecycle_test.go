@@ -6,9 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,7 +106,9 @@ func newHarness(t testing.TB) *harness {
 	home := config.Home{Dir: filepath.Join(t.TempDir(), "h")}
 	ws := map[string]string{"main": filepath.Join(t.TempDir(), "main"), "other": filepath.Join(t.TempDir(), "other")}
 	for _, p := range ws {
-		os.MkdirAll(p, 0o755)
+		if err := testkit.MakeWorkspace(p); err != nil {
+			t.Fatal(err)
+		}
 	}
 	c := config.Default()
 	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 200, 2000
@@ -135,14 +137,8 @@ func newHarness(t testing.TB) *harness {
 		Instance: "test-" + rpc.NewToken()[:12],
 	}
 	srv := rpc.NewServer(m, rpc.DefaultLimits(), lm.Choird())
-	m.Sessions = srv
-	l, err := rpc.ListenUnix(home.AgentSocket())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
+	m.Sessions, m.Sockets = srv, srv
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
 	dockertest.AgentImage(t, dc, "lc-agent-1", "test1")
 	dockertest.AgentImage(t, dc, "lc-agent-2", "test1")
 	return &harness{m: m, store: store, home: home, ws: ws, srv: srv, dc: dc}
@@ -178,8 +174,8 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 		t.Fatal(err)
 	}
 	hc := c.HostConfig
-	if hc.Privileged || !hc.ReadonlyRootfs || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || len(hc.CapAdd) != 0 {
-		t.Errorf("privileges: privileged=%v readonly=%v capdrop=%v capadd=%v", hc.Privileged, hc.ReadonlyRootfs, hc.CapDrop, hc.CapAdd)
+	if hc.Privileged || !hc.ReadonlyRootfs || len(hc.CapDrop) != 1 || hc.CapDrop[0] != "ALL" || !slices.Equal(hc.CapAdd, AgentCaps) || c.Config.User != "0:0" {
+		t.Errorf("privileges: privileged=%v readonly=%v capdrop=%v capadd=%v user=%q", hc.Privileged, hc.ReadonlyRootfs, hc.CapDrop, hc.CapAdd, c.Config.User)
 	}
 	if !strings.Contains(strings.Join(hc.SecurityOpt, ","), "no-new-privileges") {
 		t.Errorf("SecurityOpt = %v; want no-new-privileges", hc.SecurityOpt)
@@ -204,8 +200,10 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 		t.Errorf("mounts = %v; want the workspace and the socket directory only", got)
 	}
 	for _, mp := range c.Mounts {
-		if mp.Type == "bind" && !(mp.Source == h.ws["main"] && mp.Destination == "/workspace") && !(mp.Source == h.home.AgentSocketDir() && mp.Destination == "/run/choir") {
-			t.Errorf("unexpected bind %s -> %s", mp.Source, mp.Destination)
+		ws := mp.Source == h.ws["main"] && mp.Destination == "/workspace" && mp.RW
+		sock := mp.Source == filepath.Join(h.home.AgentSocketDir(), "lc-agent-1") && mp.Destination == "/run/choir" && !mp.RW
+		if mp.Type != "bind" || !ws && !sock {
+			t.Errorf("unexpected mount %s %s -> %s (rw=%v); want the workspace read-write and the agent's own socket directory read-only", mp.Type, mp.Source, mp.Destination, mp.RW)
 		}
 	}
 	if c.Config.Labels[LabelManaged] != "true" || c.Config.Labels[LabelAgent] != "lc-agent-1" || c.Config.Labels[LabelSession] != run.SessionID {
@@ -254,18 +252,25 @@ func TestAgentLifecycleOnARealEngine(t *testing.T) {
 	if holder, ok := h.m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "main"}); ok {
 		t.Errorf("workspace still leased to %s after stop", holder)
 	}
-	// The lease token died with the session.
-	cp, _ := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: h.home.AgentSocket(), SessionID: sessionID, LeaseToken: run.token})
-	if _, err := cp.Heartbeat(ctx, rpc.HeartbeatReq{}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
-		t.Errorf("heartbeat with the ended session's token = %v; want 401", err)
+	// The agent's socket went with the session.
+	sock1 := filepath.Join(h.home.AgentSocketDir(), "lc-agent-1", SocketName)
+	if _, err := os.Lstat(sock1); !os.IsNotExist(err) {
+		t.Errorf("lc-agent-1's socket after stop: %v; want it removed", err)
 	}
-	cp.Close()
 
 	// A killed container is a crash: leases released, and the next start works.
 	if _, err := h.m.Start(ctx, "lc-agent-2", lease.Overrides{Workspace: "other"}); err != nil {
 		t.Fatalf("Start(lc-agent-2) = %v", err)
 	}
 	run2 := h.m.run("lc-agent-2")
+	// The lease token died with the session: presented on another agent's
+	// socket it is refused like any wrong token.
+	sock2 := filepath.Join(h.home.AgentSocketDir(), "lc-agent-2", SocketName)
+	cp, _ := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock2, SessionID: sessionID, LeaseToken: run.token})
+	if _, err := cp.Heartbeat(ctx, rpc.HeartbeatReq{}); err == nil || !strings.Contains(err.Error(), "unauthorized") {
+		t.Errorf("heartbeat with the ended session's token = %v; want 401", err)
+	}
+	cp.Close()
 	if err := h.dc.ContainerKill(ctx, run2.ContainerID, "SIGKILL"); err != nil {
 		t.Fatal(err)
 	}

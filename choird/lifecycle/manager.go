@@ -73,6 +73,12 @@ type Sessions interface {
 	Publish(sessionID, typ string, data any) (string, bool)
 }
 
+// AgentSockets opens the control socket of one agent: a Unix socket at path
+// that admits only that agent's sessions. Close removes it.
+type AgentSockets interface {
+	ListenAgent(path, agentID string) (io.Closer, error)
+}
+
 // Logs gives each agent its log and archives it at session end.
 type Logs interface {
 	Agent(id string) (*slog.Logger, error)
@@ -98,6 +104,7 @@ type Run struct {
 	StartedAt                                            time.Time
 
 	token    string
+	socket   io.Closer            // the agent's own control socket
 	started  rpc.ResourceBindings // as resolved at start; Bindings may change (model set)
 	ready    chan struct{}        // closed at INIT_HELLO
 	exited   chan struct{}        // closed when the container has exited
@@ -126,8 +133,8 @@ type Manager struct {
 	RequestApproval func(ctx context.Context, agentID, sessionID, requestType string, payload json.RawMessage) (id, status string, err error)
 	Home            config.Home
 	Log             *slog.Logger
-	// User is the uid:gid containers run as (default: choird's own).
-	User string
+	// Sockets opens each agent's own control socket (the protocol server).
+	Sockets AgentSockets
 	// Instance labels this choird's containers (see LabelInstance).
 	Instance string
 	// ReadyTimeout bounds how long a start waits for INIT_HELLO.

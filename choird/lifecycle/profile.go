@@ -15,8 +15,9 @@ import (
 // Where things are inside an agent container (§15.1).
 const (
 	WorkspaceTarget = "/workspace"
-	SocketTarget    = "/run/choir"                  // the agents' socket directory
-	SocketInside    = SocketTarget + "/choird.sock" // what choir-agent dials
+	SocketTarget    = "/run/choir"                   // the agent's own socket directory
+	SocketName      = "choird.sock"                  // the socket in it
+	SocketInside    = SocketTarget + "/" + SocketName // what choir-agent dials
 )
 
 // Container labels (§15.3); orphans are found by LabelManaged.
@@ -49,18 +50,26 @@ type Spec struct {
 	SocketDir                      string // host directory holding choird.sock
 	HeartbeatMS                    int
 	Limits                         config.ContainerLimits
-	// User is "uid:gid" the agent runs as: choird's own, so it can reach the
-	// 0600 socket without CAP_DAC_OVERRIDE and its files in the workspace
-	// belong to the operator.
-	User string
 }
 
-// Profile builds the container of §15.3: every capability dropped,
-// no-new-privileges, a read-only root with tmpfs /tmp and /run, cgroup limits,
+// ContainerUser is who choir-agent runs as in its container: root, holding
+// only AgentCaps. It needs them to run every tool process as the workspace's
+// owner (agent/sandbox), which is what keeps a tool from signalling,
+// tracing or reading the agent; it acts on files as that owner too.
+const ContainerUser = "0:0"
+
+// AgentCaps are the only capabilities an agent container keeps: SETUID and
+// SETGID to start tools as the workspace's owner, KILL to stop their
+// process groups. Every other capability is dropped.
+var AgentCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
+
+// Profile builds the container of §15.3: every capability dropped but
+// AgentCaps, no-new-privileges, a read-only root with tmpfs /tmp and /run, cgroup limits,
 // the default seccomp profile, docker-init as PID 1 (it forwards SIGTERM to
 // choir-agent and reaps what choir.exec leaves behind), and exactly two bind
 // mounts, both declared as Mounts so a missing source fails instead of being
-// created: the leased workspace and the directory of the control socket.
+// created: the leased workspace and the agent's own socket directory,
+// read-only.
 func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 	init := true
 	pids := int64(s.Limits.Pids)
@@ -74,18 +83,19 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 			EnvHeartbeatMS + "=" + strconv.Itoa(s.HeartbeatMS),
 		},
 		Labels:     map[string]string{LabelManaged: "true", LabelAgent: s.AgentID, LabelSession: s.SessionID, LabelInstance: s.Instance},
-		User:       s.User,
+		User:       ContainerUser,
 		WorkingDir: WorkspaceTarget,
 		Hostname:   s.AgentID,
 	}
 	hc := &docker.HostConfig{
 		Mounts: []docker.Mount{
 			{Type: docker.MountBind, Source: s.WorkspacePath, Target: WorkspaceTarget},
-			{Type: docker.MountBind, Source: s.SocketDir, Target: SocketTarget},
+			{Type: docker.MountBind, Source: s.SocketDir, Target: SocketTarget, ReadOnly: true},
 		},
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=512m", "/run": "rw,nosuid,nodev,size=16m"},
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=" + strconv.FormatInt(TmpSizeMB(s.Limits), 10) + "m", "/run": "rw,nosuid,nodev,size=16m"},
 		ReadonlyRootfs: true,
 		CapDrop:        []string{"ALL"},
+		CapAdd:         slices.Clone(AgentCaps),
 		SecurityOpt:    []string{"no-new-privileges"},
 		NetworkMode:    "bridge",
 		IpcMode:        "private",
@@ -99,8 +109,16 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 	return cfg, hc
 }
 
+// TmpSizeMB sizes the container's /tmp: at most 512 MiB and a quarter of its
+// memory. A tmpfs is paid for in the container's memory and cannot be
+// reclaimed, so a tool that fills /tmp must leave the agent room to live.
+func TmpSizeMB(l config.ContainerLimits) int64 {
+	return min(512, max(int64(l.MemoryMB)/4, 1))
+}
+
 // Verify refuses any container configuration that breaks §15.3, whoever
-// built it: privileged mode, added capabilities, the host's PID, network,
+// built it: privileged mode, capabilities beyond AgentCaps, a user other than
+// ContainerUser, the host's PID, network,
 // IPC or user namespaces, devices, a disabled seccomp or AppArmor profile,
 // a writable root, missing limits, environment that is not choir-agent's
 // identity, and every mount except the workspace at /workspace and the
@@ -111,8 +129,13 @@ func Verify(cfg *docker.ContainerConfig, hc *docker.HostConfig, s Spec) error {
 	if hc.Privileged {
 		refuse("privileged mode")
 	}
-	if len(hc.CapAdd) > 0 {
-		refuse("added capabilities %v", hc.CapAdd)
+	for _, c := range hc.CapAdd {
+		if !slices.Contains(AgentCaps, "CAP_"+strings.TrimPrefix(strings.ToUpper(c), "CAP_")) {
+			refuse("added capability %s (only %v)", c, AgentCaps)
+		}
+	}
+	if cfg.User != ContainerUser {
+		refuse("user %q (choir-agent runs as %s and starts its tools as the workspace's owner)", cfg.User, ContainerUser)
 	}
 	if !slices.Contains(hc.CapDrop, "ALL") {
 		refuse("capabilities not all dropped (CapDrop must hold ALL)")
@@ -152,6 +175,8 @@ func Verify(cfg *docker.ContainerConfig, hc *docker.HostConfig, s Spec) error {
 			refuse("a host mount of %s at %s", m.Source, m.Target)
 		case seen[m.Target]:
 			refuse("a second mount at %s", m.Target)
+		case m.Target == SocketTarget && !m.ReadOnly:
+			refuse("a writable mount of the socket directory (it must be read-only)")
 		}
 		seen[m.Target] = true
 	}
@@ -181,6 +206,3 @@ func isDockerSocket(path string) bool {
 	}
 	return false
 }
-
-// ProcessUser is choird's own uid:gid.
-func ProcessUser() string { return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid()) }

@@ -10,8 +10,8 @@ import (
 
 func testSpec() Spec {
 	return Spec{AgentID: "agent-1", SessionID: "s-1", LeaseToken: "tok", Image: "choir-agent-agent-1:abc",
-		WorkspacePath: "/srv/ws/main", SocketDir: "/home/op/.choir.d/socks/agent", HeartbeatMS: 5000,
-		Limits: config.DefaultTunables().Container, User: "1000:1000", Instance: "i-1"}
+		WorkspacePath: "/srv/ws/main", SocketDir: "/home/op/.choir.d/socks/agent/agent-1", HeartbeatMS: 5000,
+		Limits: config.DefaultTunables().Container, Instance: "i-1"}
 }
 
 func TestProfilePassesVerify(t *testing.T) {
@@ -32,7 +32,11 @@ func TestVerifyRefusesEachForbiddenSetting(t *testing.T) {
 		want   string
 	}{
 		{"privileged", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.Privileged = true }, "privileged mode"},
-		{"cap add", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapAdd = []string{"SYS_ADMIN"} }, "added capabilities"},
+		{"cap add", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapAdd = append(hc.CapAdd, "SYS_ADMIN") }, "added capability SYS_ADMIN"},
+		{"cap add ptrace", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapAdd = []string{"CAP_SYS_PTRACE"} }, "added capability CAP_SYS_PTRACE"},
+		{"agent user", func(cfg *docker.ContainerConfig, _ *docker.HostConfig) { cfg.User = "1000:1000" }, `user "1000:1000"`},
+		{"writable socket directory", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.Mounts[1].ReadOnly = false }, "writable mount of the socket directory"},
+		{"shared socket directory", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.Mounts[1].Source = "/home/op/.choir.d/socks/agent" }, "a host mount of /home/op/.choir.d/socks/agent at /run/choir"},
 		{"caps kept", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapDrop = nil }, "CapDrop must hold ALL"},
 		{"new privileges", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.SecurityOpt = nil }, "no-new-privileges missing"},
 		{"seccomp off", func(_ *docker.ContainerConfig, hc *docker.HostConfig) {

@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -54,8 +53,9 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		return ctl.AgentStatus{}, err
 	}
 	wsPath := l.Config.Workspaces[b.Workspace].Path
-	if fi, err := os.Stat(wsPath); err != nil || !fi.IsDir() {
-		return ctl.AgentStatus{}, fmt.Errorf("workspace %q: %s is not a directory: create it (mkdir -p %s)", b.Workspace, wsPath, wsPath)
+	owner, err := workspaceOwner(b.Workspace, wsPath)
+	if err != nil {
+		return ctl.AgentStatus{}, err
 	}
 	imageVersion := ""
 	if image == "" {
@@ -82,7 +82,7 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 	}
 	m.register(r)
 	m.Sessions.Open(r.SessionID, r.AgentID, r.token)
-	if err := m.launch(ctx, r, wsPath); err != nil {
+	if err := m.launch(ctx, r, wsPath, owner); err != nil {
 		m.end(r, StatusStopped, "start failed: "+err.Error())
 		return ctl.AgentStatus{}, err
 	}
@@ -121,21 +121,21 @@ func (m *Manager) register(r *Run) {
 }
 
 // launch creates and starts the container and begins watching it.
-func (m *Manager) launch(ctx context.Context, r *Run, wsPath string) error {
+func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileOwner) error {
 	l, _ := m.Config()
-	for _, dir := range []string{".choirtmp/send", ".choirtmp/recv"} {
-		if err := os.MkdirAll(filepath.Join(wsPath, dir), 0o755); err != nil {
-			return fmt.Errorf("prepare the workspace: %w", err)
-		}
+	if err := prepareChoirtmp(wsPath, owner); err != nil {
+		return err
 	}
-	user := m.User
-	if user == "" {
-		user = ProcessUser()
+	sockDir := filepath.Join(m.Home.AgentSocketDir(), r.AgentID)
+	sock, err := m.Sockets.ListenAgent(filepath.Join(sockDir, SocketName), r.AgentID)
+	if err != nil {
+		return fmt.Errorf("open the agent's control socket: %w", err)
 	}
+	r.socket = sock
 	spec := Spec{
 		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Instance: m.Instance, Image: r.Image,
-		WorkspacePath: wsPath, SocketDir: m.Home.AgentSocketDir(), HeartbeatMS: l.Config.HeartbeatIntervalMS,
-		Limits: l.Config.Container, User: user,
+		WorkspacePath: wsPath, SocketDir: sockDir, HeartbeatMS: l.Config.HeartbeatIntervalMS,
+		Limits: l.Config.Container,
 	}
 	cfg, hc := Profile(spec)
 	if err := Verify(cfg, hc, spec); err != nil {

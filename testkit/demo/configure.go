@@ -53,6 +53,9 @@ func (d *demo) configure(ctx context.Context) error {
 		return err
 	}
 	os.WriteFile(filepath.Join(workspace, "README.txt"), []byte("This is the demo agent's workspace.\n"), 0o644)
+	if err := d.giveWorkspace(workspace); err != nil {
+		return err
+	}
 	if _, err := os.Stat(filepath.Join(d.home, "config.json")); err == nil {
 		return fmt.Errorf("%s already has a config.json: point CHOIR_DEMO_HOME at a new directory", d.home)
 	}
@@ -165,4 +168,28 @@ func commit(ctx context.Context, bare string, files map[string]string) error {
 		return err
 	}
 	return git(work, "push", "-q", "origin", "HEAD:main")
+}
+
+// giveWorkspace gives the demo's workspace to an unprivileged user when the
+// demo runs as root: an agent's tools run as the workspace's owner, and
+// choird refuses a root-owned workspace. It is the user behind sudo when
+// there is one, else nobody (65534).
+func (d *demo) giveWorkspace(dir string) error {
+	if os.Getuid() != 0 {
+		return nil
+	}
+	uid, gid := 65534, 65534
+	if u, err := strconv.Atoi(os.Getenv("SUDO_UID")); err == nil && u > 0 {
+		uid = u
+		if g, err := strconv.Atoi(os.Getenv("SUDO_GID")); err == nil {
+			gid = g
+		}
+	}
+	d.say("the workspace %s belongs to uid %d (the agent's tools run as its owner, never root)", dir, uid)
+	return filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
 }

@@ -18,11 +18,17 @@ import (
 // lifecycle starts it. It is removed when the test ends.
 func AgentImage(t testing.TB, c *docker.Client, id, version string) string {
 	t.Helper()
+	return AgentImageFrom(t, c, BusyboxImage(t, c, "choir-test/busybox:1"), id, version)
+}
+
+// AgentImageFrom is AgentImage on another base image, such as the Debian of
+// imagetest (bash, coreutils, perl, python3: what tools use).
+func AgentImageFrom(t testing.TB, c *docker.Client, base, id, version string) string {
+	t.Helper()
 	bin, err := os.ReadFile(testkit.Build(t, "choir/agent"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	BusyboxImage(t, c, "choir-test/busybox:1")
 	v, _ := json.Marshal(map[string]string{"agent_id": id, "image_version": version})
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
@@ -31,7 +37,7 @@ func AgentImage(t testing.TB, c *docker.Client, id, version string) string {
 		body []byte
 		mode int64
 	}{
-		{"Dockerfile", []byte("FROM choir-test/busybox:1\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
+		{"Dockerfile", []byte("FROM " + base + "\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
 		{"choir-agent", bin, 0o755},
 		{"version.json", v, 0o644},
 	} {

@@ -125,6 +125,10 @@ func (t *Exec) Execute(ctx context.Context, input json.RawMessage, env tool.Env)
 		fields["signal"] = r.Signal
 		summary = "killed by signal " + r.Signal
 	}
+	if r.OOMKilled {
+		fields["out_of_memory"] = true
+		summary = "killed by the kernel: the container ran out of memory (the command used too much)"
+	}
 	return tool.Success(summary, fields), nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"choir/agent/sandbox"
 	"choir/agent/tool"
 	"choir/agent/tool/internal/proc"
 )
@@ -54,7 +55,9 @@ func ripgrep(ctx context.Context, rg, root string, q *query) ([]Match, error) {
 
 	rgCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	cmd := exec.CommandContext(rgCtx, rg, args...)
+	end := sandbox.Begin()
+	defer end()
+	cmd := sandbox.Command(rgCtx, rg, args...)
 	cmd.Dir = root
 	stderr := proc.NewCapture(4 << 10)
 	cmd.Stderr = stderr

@@ -2,18 +2,18 @@ package workspace
 
 import (
 	"encoding/json"
-	"os"
 	"os/exec"
 	"slices"
 
+	"choir/agent/sandbox"
 	"choir/agent/tool"
 )
 
 // Options configure the workspace tools. The zero value is the production
 // setting.
 type Options struct {
-	// ExecEnv is the environment of choir.exec commands; nil inherits
-	// choir-agent's own, which holds no secrets (design §14.1).
+	// ExecEnv is the whole environment of choir.exec commands; nil is
+	// sandbox.Env(), an allowlist: never choir-agent's own environment.
 	ExecEnv []string
 	// ExecOutputCap bounds what choir.exec keeps of stdout and of stderr;
 	// default DefaultExecOutputCap.
@@ -43,7 +43,7 @@ func Tools(opts Options) []tool.Tool {
 		opts.ReadCap = DefaultReadCap
 	}
 	if opts.ExecEnv == nil {
-		opts.ExecEnv = os.Environ()
+		opts.ExecEnv = sandbox.Env()
 	}
 	rg := opts.Ripgrep
 	if opts.NoRipgrep {

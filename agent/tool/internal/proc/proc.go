@@ -1,6 +1,8 @@
 // Package proc runs one tool process in its own process group, with stdin
 // fed from memory, stdout and stderr captured up to a cap, and the whole group
-// killed when the context ends or the process exits.
+// killed when the context ends or the process exits. Under choir-agent's
+// sandbox (agent/sandbox) the process runs as the workspace's owner, first
+// in line for the OOM killer.
 package proc
 
 import (
@@ -8,9 +10,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"syscall"
 	"time"
+
+	"choir/agent/sandbox"
 )
 
 // Spec describes one run.
@@ -39,6 +42,9 @@ type Result struct {
 	// Stopped is the context's error when the context ended the run (the
 	// process group was then killed), nil otherwise.
 	Stopped error
+	// OOMKilled: SIGKILL ended the process while the container's OOM killer
+	// was killing (tools are its first choice).
+	OOMKilled bool
 }
 
 // Run starts the process, waits for it and kills its process group: at once
@@ -66,7 +72,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		}
 	}
 
-	cmd := exec.Command(s.Path, s.Args...)
+	oomBefore, oomKnown := sandbox.OOMKills()
+	end := sandbox.Begin()
+	defer end()
+	cmd := sandbox.Command(context.Background(), s.Path, s.Args...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
 	if cmd.Env == nil {
@@ -77,7 +86,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if inR != nil {
 		cmd.Stdin = inR
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr.Setpgid = true
 	err = cmd.Start()
 	closeAll(outW, errW, inR) // the child has its copies
 	if err != nil {
@@ -125,6 +134,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	r := Result{Stdout: stdout.Output(), Stderr: stderr.Output(), ExitCode: cmd.ProcessState.ExitCode(), Stopped: stopped}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 		r.Signal = ws.Signal().String()
+		if ws.Signal() == syscall.SIGKILL && oomKnown {
+			after, _ := sandbox.OOMKills()
+			r.OOMKilled = after > oomBefore
+		}
 	}
 	return r, nil
 }
