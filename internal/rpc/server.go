@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"time"
+
+	"choir/internal/jsonlimit"
 )
 
 // Header names of the envelope.
@@ -73,10 +75,18 @@ func bind[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(contex
 }
 
 // DecodeStrict decodes one JSON value into v, refusing unknown fields and
-// trailing data. It is the request decoder of every verb.
+// trailing data. It is the request decoder of every verb. The body must be
+// valid UTF-8 (encoding/json would silently replace what is not) and nest at
+// most 128 levels (twice choir's other JSON readers: a heartbeat's events
+// carry tool inputs a few levels down); its size is bounded by the caller
+// (the server reads at most Limits.MaxPayload bytes).
 func DecodeStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("empty body: want a JSON object")
+	}
+	const maxDepth = 2 * jsonlimit.DefaultMaxDepth
+	if err := jsonlimit.Check(body, jsonlimit.Limits{MaxDepth: maxDepth}); err != nil {
+		return fmt.Errorf("refused JSON payload: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
