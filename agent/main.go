@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"choir/agent/assembly"
+	"choir/agent/redact"
 	"choir/agent/sandbox"
 	"choir/agent/session"
 	"choir/internal/rpc"
@@ -86,7 +87,13 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, o, getenv, log); err != nil {
+	// run sets red once the session holds secrets: from then on, what this
+	// function logs passes the session's redaction too.
+	var red *redact.Redactor
+	if err := run(ctx, o, getenv, log, &red); err != nil {
+		if red != nil {
+			log = red.Logger(log)
+		}
 		log.Error("choir-agent stopped", "error", err.Error())
 		return 1
 	}
@@ -94,7 +101,7 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	return 0
 }
 
-func run(ctx context.Context, o options, getenv func(string) string, log *slog.Logger) error {
+func run(ctx context.Context, o options, getenv func(string) string, log *slog.Logger, red **redact.Redactor) error {
 	id := session.Identity{AgentID: getenv(envAgentID), SessionID: getenv(envSessionID)}
 	token := getenv(envLeaseToken)
 	if id.AgentID == "" || id.SessionID == "" || token == "" {
@@ -144,6 +151,7 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	log = log.With("source", id.AgentID, "session_id", id.SessionID)
 	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
 	sess := session.New(cp, id, version, heartbeat, log)
-	assembly.New(cp, sess, assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log}).Attach()
+	*red = sess.Redactor
+	assembly.New(cp, sess, assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log}).Attach() // it redacts with sess.Redactor
 	return sess.Run(ctx)
 }
