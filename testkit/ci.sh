@@ -60,8 +60,20 @@ CHOIR_TEST_STRICT=1 go test -race -count=1 ./...
 say "fuzzing ($fuzztime each)"
 for target in \
   "./internal/config FuzzParse" \
+  "./internal/config FuzzParseConfig" \
+  "./internal/config FuzzParseSecrets" \
+  "./internal/jsonlimit FuzzCheck" \
   "./internal/rpc FuzzDecodeRequest" \
+  "./internal/rpc FuzzDecodeStrict" \
+  "./internal/rpc FuzzEventStream" \
   "./internal/jsonschema FuzzValidate" \
+  "./internal/jsonschema FuzzDecimal" \
+  "./agent/skill FuzzParseSpec" \
+  "./agent/tool FuzzParseManifest" \
+  "./agent/tool FuzzParseResult" \
+  "./agent/arbiter FuzzCanonical" \
+  "./internal/telegram FuzzGetUpdates" \
+  "./internal/openai FuzzChatAnswer" \
   "./internal/docker FuzzDemux"; do
   set -- $target
   go test -run='^$' -fuzz="^$2\$" -fuzztime="$fuzztime" -fuzzminimizetime=1s "$1"
