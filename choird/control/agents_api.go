@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 
@@ -99,8 +98,8 @@ func (p *Plane) registerAgentRoutes(mux *http.ServeMux) {
 			return err
 		}
 		var req ctl.StartRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil {
-			return ctl.Errorf(http.StatusBadRequest, "bad_request", "start request: %v", err)
+		if err := ctl.DecodeRequest(w, r, 64<<10, "start request", &req); err != nil {
+			return err
 		}
 		st, err := a.Start(r.Context(), id, lease.Overrides(req))
 		if err != nil {

@@ -112,8 +112,8 @@ func (p *Plane) chatRequest(w http.ResponseWriter, r *http.Request, id string, r
 	if p.messenger() == nil {
 		return ctl.Errorf(http.StatusServiceUnavailable, "unavailable", "the agent lifecycle is not running in this choird")
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20)).Decode(req); err != nil {
-		return ctl.Errorf(http.StatusBadRequest, "bad_request", "message: %v", err)
+	if err := ctl.DecodeRequest(w, r, 1<<20, "message", req); err != nil {
+		return err
 	}
 	if req.Text == "" {
 		return ctl.Errorf(http.StatusBadRequest, "bad_request", "an empty message: write something")

@@ -2,7 +2,6 @@ package control
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 
@@ -147,7 +146,11 @@ func (p *Plane) registerSessionRoutes(mux *http.ServeMux) {
 			return
 		}
 		var req ctl.CancelRequest
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || req.JobName == "" {
+		if err := ctl.DecodeRequest(w, r, 64<<10, "cancel request", &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if req.JobName == "" {
 			writeError(w, ctl.Errorf(http.StatusBadRequest, "bad_request", "name the core job to cancel"))
 			return
 		}
@@ -189,7 +192,11 @@ func (p *Plane) registerSessionRoutes(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /v1/agents/{id}/model", func(w http.ResponseWriter, r *http.Request) {
 		var req ctl.ModelChoice
-		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&req); err != nil || (req.LLM == "" && req.VoiceProfile == "") {
+		if err := ctl.DecodeRequest(w, r, 64<<10, "model choice", &req); err != nil {
+			writeError(w, err)
+			return
+		}
+		if req.LLM == "" && req.VoiceProfile == "" {
 			writeError(w, ctl.Errorf(http.StatusBadRequest, "bad_request", "name a model (llm) or a voice profile"))
 			return
 		}
