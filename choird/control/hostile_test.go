@@ -61,18 +61,18 @@ func (a recAgents) ResetWorkspace(ctx context.Context, name string) (ctl.ResetRe
 	a.add("reset")
 	return ctl.ResetResult{}, nil
 }
-func (a recAgents) Running() int                      { return 0 }
+func (a recAgents) Running() int                       { return 0 }
 func (a recAgents) Broadcast(typ string, data any) int { a.add("broadcast " + typ); return 0 }
 
 type recSessions struct{ *recorder }
 
 var _ Sessions = recSessions{}
 
-func (s recSessions) SessionOf(id string) (string, bool)           { return "agent-1", true }
+func (s recSessions) SessionOf(id string) (string, bool)            { return "agent-1", true }
 func (s recSessions) Cores(agentID string) ([]rpc.StatusReq, error) { return nil, nil }
-func (s recSessions) CancelCore(agentID, job string) error           { s.add("cancel " + job); return nil }
-func (s recSessions) Compact(agentID string) error                   { s.add("compact"); return nil }
-func (s recSessions) Model(agentID string) (string, string, error)   { return "m", "", nil }
+func (s recSessions) CancelCore(agentID, job string) error          { s.add("cancel " + job); return nil }
+func (s recSessions) Compact(agentID string) error                  { s.add("compact"); return nil }
+func (s recSessions) Model(agentID string) (string, string, error)  { return "m", "", nil }
 func (s recSessions) SetModel(agentID, llm, voice string) error {
 	s.add("set model " + llm)
 	return nil
