@@ -18,6 +18,11 @@ type Update struct {
 	Message       *Message       `json:"message,omitempty"`
 	EditedMessage *Message       `json:"edited_message,omitempty"`
 	CallbackQuery *CallbackQuery `json:"callback_query,omitempty"`
+	// Refused, when not empty, says why GetUpdates did not decode this
+	// update (it broke the JSON limits, or did not fit the Bot API's
+	// types): only UpdateID is set, so a poller moves past it and handles
+	// the others.
+	Refused string `json:"-"`
 }
 
 // User is a Telegram user or bot.

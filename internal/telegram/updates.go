@@ -2,8 +2,12 @@ package telegram
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"choir/internal/jsonlimit"
 )
 
 // GetMe returns the bot's own user: a cheap check that the token works.
@@ -48,9 +52,45 @@ func (c *Client) GetUpdates(ctx context.Context, offset int64, timeout time.Dura
 		allowed := append([]string{}, allowedUpdates...)
 		p.AllowedUpdates = &allowed
 	}
-	var updates []Update
-	if err := c.callWithin(ctx, poll+c.requestTimeout, "getUpdates", p, &updates); err != nil {
+	var raw []json.RawMessage
+	if err := c.callWithin(ctx, poll+c.requestTimeout, "getUpdates", p, &raw); err != nil {
 		return nil, err
 	}
+	updates := make([]Update, 0, len(raw))
+	for i, r := range raw {
+		u, err := decodeUpdate(r)
+		if err != nil {
+			return nil, fmt.Errorf("telegram getUpdates: update %d of %d: %w", i+1, len(raw), err)
+		}
+		updates = append(updates, u)
+	}
 	return updates, nil
+}
+
+// updateLimits hold each update to the nesting of choir's other JSON readers
+// and to valid UTF-8 (which encoding/json would silently repair); the whole
+// answer is bounded by maxAnswerBytes.
+var updateLimits = jsonlimit.Limits{MaxDepth: jsonlimit.DefaultMaxDepth}
+
+// decodeUpdate decodes one update of a getUpdates answer. An update that
+// breaks updateLimits or does not fit Update comes back with only its id and
+// Refused saying why, so that one bad update neither stops the bot nor is
+// handed on half-decoded; only an update without a readable update_id, which
+// no poller could move past, is an error.
+func decodeUpdate(raw json.RawMessage) (Update, error) {
+	var u Update
+	err := jsonlimit.Check(raw, updateLimits)
+	if err == nil {
+		if err = json.Unmarshal(raw, &u); err == nil {
+			return u, nil
+		}
+		err = fmt.Errorf("does not fit the Bot API's Update: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var id struct {
+		UpdateID *int64 `json:"update_id"`
+	}
+	if json.Unmarshal(raw, &id) != nil || id.UpdateID == nil {
+		return Update{}, fmt.Errorf("no readable update_id, and %v", err)
+	}
+	return Update{UpdateID: *id.UpdateID, Refused: err.Error()}, nil
 }
