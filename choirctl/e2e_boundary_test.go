@@ -440,3 +440,68 @@ func TestToolsCannotStopTheAgent(t *testing.T) {
 	}
 	rig.d.stop(t)
 }
+
+// TestAgentFloodingItsSocketStarvesNoOne: a command in agent 1's container
+// opens 20,000 connections to its control socket and holds them; meanwhile
+// `choirctl status` and agent 2's chat still answer. The latencies are
+// logged (go test -v) for the notes, never asserted.
+func TestAgentFloodingItsSocketStarvesNoOne(t *testing.T) {
+	rig := newBoundaryRig(t)
+	rig.start(t, "agent-1")
+	rig.start(t, "agent-2")
+	measure := func(what string) {
+		var status, chat []time.Duration
+		for i := 0; i < 5; i++ {
+			start := time.Now()
+			if _, stderr, code := ctlRun(t, rig.home, "", "status"); code != 0 {
+				t.Errorf("%s: choirctl status = %d %q", what, code, stderr)
+			}
+			status = append(status, time.Since(start))
+			start = time.Now()
+			if out := rig.say(t, "agent-2", fmt.Sprintf("ping %d", i)); !strings.Contains(out, demomodel.Prefix) {
+				t.Errorf("%s: agent-2 answered %q", what, out)
+			}
+			chat = append(chat, time.Since(start))
+		}
+		t.Logf("%s: choirctl status %v; agent-2 chat round trip %v", what, status, chat)
+	}
+	measure("quiet")
+
+	flood := make(chan string, 1)
+	go func() {
+		out, _, _ := ctlRun(t, rig.home, `$ [120000] perl -e '
+use IO::Socket::UNIX; my ($n, $f, @s) = (0, 0);
+open(my $m, ">", "/workspace/flooding.tmp") or die "marker: $!";
+for (1..20000) {
+  my $c = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Peer => "/run/choir/choird.sock");
+  if ($c) { push @s, $c; $n++ } else { $f++ }
+}
+print $m "$n\n"; close $m; rename("/workspace/flooding.tmp", "/workspace/flooding");
+print "opened $n, refused $f\n";
+for (1..600) { last unless -e "/workspace/flooding"; select(undef, undef, undef, 0.05) }
+print "released\n"'`, "chat", "agent-1", "--once", "--timeout", "3m")
+		flood <- out
+	}()
+	marker := filepath.Join(rig.workspace["agent-1"], "flooding")
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, err := os.Stat(marker); err != nil; _, err = os.Stat(marker) {
+		select {
+		case out := <-flood:
+			t.Fatalf("the flooding command ended before it held its connections: %s\nagent log:\n%s", out, rig.agentLogTail("agent-1"))
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood did not hold its connections within 2 minutes\nagent log:\n%s", rig.agentLogTail("agent-1"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	held, _ := os.ReadFile(marker)
+	t.Logf("agent-1's command holds %s connections to its socket", strings.TrimSpace(string(held)))
+	measure("agent-1 flooding its socket")
+	os.Remove(marker)
+	t.Logf("the flooding command: %s", strings.TrimSpace(<-flood))
+	rig.alive(t, "agent-2", "agent 1's flood")
+	ctlRun(t, rig.home, "", "agent", "stop", "agent-1")
+	ctlRun(t, rig.home, "", "agent", "stop", "agent-2")
+	rig.d.stop(t)
+}
