@@ -151,14 +151,17 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 
 // loadConfig runs startup steps 1 and 2.
 func loadConfig(home config.Home, plane *control.Plane) error {
-	data, err := os.ReadFile(home.ConfigPath())
+	// Step 1 reports config.json's own problems (its mode and owner, its
+	// content, its workspaces against this host); Load repeats them with
+	// secrets.json's and the cross-checks.
+	data, err := config.ReadConfig(home)
 	if err == nil {
-		_, err = config.Parse(data)
+		var c *config.Config
+		if c, err = config.Parse(data); err == nil {
+			err = config.CheckHost(c, home).Err()
+		}
 	}
 	if err != nil {
-		if os.IsNotExist(err) {
-			err = fmt.Errorf("%s does not exist: run `choirctl init` to create it", home.ConfigPath())
-		}
 		plane.Step("read and validate config.json", ctl.StepFailed, err.Error())
 		return err
 	}
