@@ -6,9 +6,15 @@ package main
 // choirctl secret apply
 //
 // Edits secrets.json, the authoritative store of secret values, under a
-// lock, rewriting it atomically and keeping it mode 0600. `set` reads the
-// value from stdin when it is not given (so it stays out of shell history);
-// one trailing newline is dropped. Values are never printed. Running agents
+// lock, rewriting it atomically and keeping it mode 0600. A secrets.json
+// that choird would refuse (not 0600, not this user's, too large, not valid
+// JSON or UTF-8) is refused here too, and left as it is. When secrets.json
+// is a symbolic link, the edit goes through it: the new file is written
+// beside the link's target and renamed over it, so the link stays (a link
+// to nothing is refused). `set` reads the value from stdin when it is not
+// given (so it stays out of shell history); one trailing newline is dropped;
+// a value must be valid UTF-8 and at most 1 MiB. Values are never printed.
+// Running agents
 // see changes after `choirctl secret apply`, which makes choird reload the
 // file (refusing it, and keeping the old secrets, if the running config
 // names a secret it lacks) and tells each running agent to fetch its
