@@ -158,7 +158,7 @@ func Check(data []byte, l Limits) error {
 				}
 				continue
 			}
-			s.advance(1)
+			s.ascii(c)
 			continue
 		}
 		switch c {
@@ -174,7 +174,7 @@ func Check(data []byte, l Limits) error {
 				depth--
 			}
 		}
-		s.advance(1)
+		s.ascii(c)
 	}
 	return nil
 }
@@ -184,6 +184,17 @@ type scanner struct {
 	data      []byte
 	i         int
 	line, col int
+}
+
+// ascii steps over the ASCII byte c at i.
+func (s *scanner) ascii(c byte) {
+	s.i++
+	if c == '\n' {
+		s.line++
+		s.col = 1
+	} else {
+		s.col++
+	}
 }
 
 func (s *scanner) advance(n int) {
