@@ -76,6 +76,10 @@ type Session struct {
 	configVersion int64
 	config        json.RawMessage
 	ackRev        int64
+	// end stops Run from inside the agent (End); endReason keeps a
+	// request made before Run could take it.
+	end       func(reason string)
+	endReason string
 }
 
 // Hooks connect the session to the rest of the runtime; nil ones are
@@ -130,6 +134,25 @@ func (s *Session) ConfigVersion() int64 {
 	return s.configVersion
 }
 
+// End ends the session from inside the agent, as a graceful stop would:
+// the lanes reach their safe point, a final heartbeat flushes the log, and
+// TERMINATE_SELF carries reason (say why, for the operator's log). The
+// first reason wins; End before Run ends the session as soon as it opens.
+func (s *Session) End(reason string) {
+	if reason == "" {
+		reason = "ended by the agent"
+	}
+	s.mu.Lock()
+	end := s.end
+	if end == nil && s.endReason == "" {
+		s.endReason = reason
+	}
+	s.mu.Unlock()
+	if end != nil {
+		end(reason)
+	}
+}
+
 // Run opens the session, then heartbeats and follows the push channel until
 // ctx ends or choird asks the agent to stop; either way it says goodbye with
 // TERMINATE_SELF. It returns nil on a requested stop.
@@ -142,6 +165,13 @@ func (s *Session) Run(ctx context.Context) error {
 	reason := "signal"
 	var once sync.Once
 	shutdown := func(why string) { once.Do(func() { reason = why; stop() }) }
+	s.mu.Lock()
+	s.end = shutdown
+	pending := s.endReason
+	s.mu.Unlock()
+	if pending != "" {
+		shutdown(pending)
+	}
 
 	followErr := make(chan error, 1)
 	go func() {
@@ -169,6 +199,7 @@ func (s *Session) Run(ctx context.Context) error {
 			break
 		}
 	}
+	once.Do(func() {}) // whoever set reason has finished
 	if _, terr := s.cp.Terminate(byeCtx, rpc.TerminateReq{Reason: reason}); terr != nil {
 		s.log.Warn("terminate failed", "error", terr.Error())
 	}
