@@ -166,8 +166,10 @@ func FuzzCheck(f *testing.F) {
 		if json.Unmarshal(data, &v) != nil {
 			return
 		}
+		// Check reports the first fault: invalid UTF-8 before the level
+		// that is too deep hides it.
 		d := depth(v)
-		if (d > max) != errors.Is(err, ErrTooDeep) {
+		if !errors.Is(err, ErrInvalidUTF8) && (d > max) != errors.Is(err, ErrTooDeep) {
 			t.Fatalf("Check(%q, max %d) = %v; the value is %d deep", data, max, err, d)
 		}
 		if err == nil && containsReplacement(v) && !bytes.Contains(data, []byte("\uFFFD")) && !bytes.Contains(bytes.ToLower(data), []byte(`\ufffd`)) {
