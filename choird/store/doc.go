@@ -47,6 +47,23 @@
 // connection. An agent id "control" is refused: its schema would be the
 // control schema.
 //
+// # Server sessions that outlive choird
+//
+// Queries run in pgx's cache_describe mode: the extended protocol on the
+// unnamed statement, with parameter and result types cached per
+// connection. The store never names a prepared statement, so a server
+// session that outlives a choird killed with -9 (PGlite's socket server
+// keeps its one backend session from connection to connection; poolers in
+// transaction mode share sessions too) holds nothing the next choird's
+// queries can collide with, and a pooler may move a connection between
+// transactions. A DSN naming default_query_exec_mode=cache_statement is
+// refused. Nothing is reset at connect: DISCARD ALL would also reset
+// search_path and the role, and DEALLOCATE ALL would drop the statements
+// of other clients that share the session. A transaction the dead choird
+// left open is rolled back by the server (Postgres ends the backend;
+// PGlite rolls back when the connection closes); the store sets roles with
+// SET LOCAL only, so none outlives a transaction.
+//
 // # Rules the operations keep
 //
 // Every operation holds at most one pooled connection at a time, so a pool

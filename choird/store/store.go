@@ -72,6 +72,12 @@ var namespaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
 // Open connects to Postgres and checks that it answers. A server that cannot
 // be reached is an error naming host and port (never the password).
 func Open(ctx context.Context, cfg Config) (*Store, error) {
+	return open(ctx, cfg, nil)
+}
+
+// open is Open with a last change to the pool's config (tests use it to
+// behave as an older client would).
+func open(ctx context.Context, cfg Config, tweak func(*pgxpool.Config)) (*Store, error) {
 	ns := cfg.Namespace
 	if ns == "" {
 		ns = DefaultNamespace
@@ -82,6 +88,9 @@ func Open(ctx context.Context, cfg Config) (*Store, error) {
 	pcfg, err := poolConfig(cfg)
 	if err != nil {
 		return nil, err
+	}
+	if tweak != nil {
+		tweak(pcfg)
 	}
 	where := describeHost(pcfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
@@ -142,8 +151,29 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
 		pcfg.ConnConfig.ConnectTimeout = connectTimeout
 	}
+	// No named prepared statements (see execMode), unless the DSN chose
+	// another mode that makes none.
+	if !strings.Contains(conn, "default_query_exec_mode") {
+		pcfg.ConnConfig.DefaultQueryExecMode = execMode
+	} else if pcfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		return nil, errors.New("postgres config: default_query_exec_mode=cache_statement names prepared statements, " +
+			"which outlive a choird that dies on servers that keep its session (PGlite, poolers in transaction mode) and break its next start; " +
+			"remove it from the DSN (choird uses cache_describe)")
+	}
 	return pcfg, nil
 }
+
+// execMode is how every query runs: the extended protocol on the unnamed
+// statement, its parameter and result types cached per connection, so one
+// round trip a query once it has been seen. It never names a prepared
+// statement, so nothing a dead choird left in a server session that
+// outlives it (PGlite keeps its one session across connections; so do
+// poolers in transaction mode) can collide with what the next one sends,
+// and a pooler may move the connection between queries. Parameters keep
+// their server-side types, so pgvector's vector, jsonb and arrays bind as
+// in the default mode, unlike the exec and simple-protocol modes, which
+// guess types from Go values.
+const execMode = pgx.QueryExecModeCacheDescribe
 
 func orDefault(s, def string) string {
 	if s == "" {

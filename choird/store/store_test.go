@@ -97,6 +97,8 @@ func TestOpenBadConfig(t *testing.T) {
 		{"dsn and fields", Config{DSN: "postgres://localhost/x", Host: "localhost"}, "either a DSN or"},
 		{"bad namespace", Config{DSN: "postgres://localhost/x", Namespace: "Choir"}, "namespace"},
 		{"bad dsn", Config{DSN: "postgres://u:" + password + "@localhost:notaport/x"}, "fix config.json postgres"},
+		{"named prepared statements", Config{DSN: "postgres://u:" + password + "@localhost/x?default_query_exec_mode=cache_statement"}, "remove it from the DSN"},
+		{"named prepared statements, key=value", Config{DSN: "host=localhost password=" + password + " default_query_exec_mode=cache_statement"}, "cache_statement"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := Open(context.Background(), tc.cfg)

@@ -1,7 +1,6 @@
 #!/bin/sh
 # pglite.sh start|stop DIR: run one PGlite server (Postgres 17 + pgvector, in
-# WebAssembly under node; server.mjs says more) for a whole test run, as make
-# test does:
+# WebAssembly under node) for a whole test run, as make test does:
 #
 #   env=$(testkit/pgtest/pglite.sh start .cache/pglite) && export "$env"
 #   CHOIR_TEST_STRICT=1 go test ./...
@@ -13,6 +12,10 @@
 # seconds, 120 by default), and prints one line on stdout:
 #   CHOIR_TEST_DATABASE_URL=postgres://postgres:postgres@127.0.0.1:PORT/postgres?sslmode=disable
 # If a server started from DIR still runs, start prints its line again.
+# The server is pglite-socket's own script as npm ships it, with pgvector and
+# one connection at a time (-e vector -m 1): the server users run, unpatched.
+# Connections to it share one backend session and a connection that ends
+# with a reset keeps its slot: pgtest's relay copes with that for tests.
 # The database lives in memory unless PGLITE_PERSIST=1, which keeps it in
 # DIR/data across runs (slower; tests use fresh namespaces either way).
 # stop stops that server; it is safe when nothing runs.
@@ -24,15 +27,16 @@ cmd=$1
 dir=$2
 here=$(cd "$(dirname "$0")" && pwd)
 installed=node_modules/@electric-sql/pglite-socket/package.json
+script=node_modules/@electric-sql/pglite-socket/dist/scripts/server.js
 
 # is the server whose pid DIR holds still running? (and not a reused pid:
-# the process is node running server.mjs, or, for the instant before its
-# exec, the subshell of this script that starts it)
+# the process is node running pglite-socket's server script, or, for the
+# instant before its exec, the subshell of this script that starts it)
 running() {
 	[ -f "$dir/pid" ] || return 1
 	pid=$(cat "$dir/pid")
 	kill -0 "$pid" 2>/dev/null || return 1
-	[ ! -r "/proc/$pid/cmdline" ] || grep -q -e server.mjs -e pglite.sh "/proc/$pid/cmdline"
+	[ ! -r "/proc/$pid/cmdline" ] || grep -q -e pglite-socket -e pglite.sh "/proc/$pid/cmdline"
 }
 
 # answers DIR's port with a Postgres startup? (expects an 'R' message back)
@@ -94,7 +98,7 @@ start)
 		db=$dir/data
 	fi
 	rm -f "$dir/log"
-	(cd "$here" && exec node server.mjs --host=127.0.0.1 --port=0 "--db=$db") >"$dir/log" 2>&1 </dev/null &
+	(cd "$here" && exec node "$script" --host=127.0.0.1 --port=0 "--db=$db" --extensions=vector --max-connections=1) >"$dir/log" 2>&1 </dev/null &
 	echo $! >"$dir/pid"
 	deadline=$(($(date +%s) + ${PGLITE_START_TIMEOUT:-120}))
 	port=

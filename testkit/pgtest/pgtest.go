@@ -9,10 +9,10 @@
 //     pgvector, or the PGlite server `make test` starts for the whole run
 //     with pglite.sh (see there).
 //  2. Otherwise a private PGlite (Postgres 17.5 compiled to WebAssembly, with
-//     pgvector 0.8.0): node runs server.mjs beside this file with the npm
-//     packages package.json pins, in memory, on a free loopback port. It
-//     starts in 1.5-5 s, takes ~400 MB, and is stopped by Main (and killed
-//     by Linux if the test binary dies).
+//     pgvector 0.8.0): node runs pglite-socket's own server script, as npm
+//     ships it in the packages package.json pins (-e vector -m 1), in
+//     memory, on a free loopback port. It starts in 1.5-5 s, takes ~400 MB,
+//     and is stopped by Main (and killed by Linux if the test binary dies).
 //  3. Otherwise the test is Unavailable (testkit): skipped under go test,
 //     failed under make test, with what is missing and how to get it.
 //
@@ -46,17 +46,20 @@
 // its prepared statements and SET ROLE, from one connection to the next.
 // The DSN that DB returns therefore points at a relay inside the test binary
 // (see relay.go) that waits for the server's free slot before connecting
-// (for up to RelayWait) and resets the session (DISCARD ALL) when a client
-// leaves. It also carries pool_max_conns=1, which the store's pool obeys
-// unless told otherwise. So:
+// (for up to RelayWait) and closes cleanly towards the server however the
+// client leaves. It does not reset the session: what one connection leaves
+// there, the next finds, as on the server users run. The DSN also carries
+// pool_max_conns=1, which the store's pool obeys unless told otherwise. So:
 //
 //   - use a pool of one (the DSN's default) and close it before the test
 //     ends (t.Cleanup);
 //   - never hold a connection while opening another: that waits RelayWait
 //     and then fails with a message saying so;
 //   - tests may call t.Parallel, and test binaries run in parallel against
-//     the one server of make test, but their connections take turns; a test
-//     that keeps a connection for long makes the others wait.
+//     the one server of make test, but their connections take turns (the
+//     relays of all test binaries on the machine share a lock file per
+//     server); a test that keeps a connection for long makes the others
+//     wait.
 //
 // The relay speaks to the server without TLS, whatever sslmode the URL in
 // CHOIR_TEST_DATABASE_URL names.

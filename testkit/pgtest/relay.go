@@ -1,44 +1,57 @@
 package pgtest
 
-// The relay sits between the tests and the server. PGlite's socket server,
-// serving one connection at a time, has three habits a real Postgres has not:
+// The relay sits between the tests and the server. PGlite's socket server
+// (pglite-socket 0.0.22, run as npm ships it with -m 1) serves one
+// connection at a time and has habits a real Postgres has not:
 //
 //   - it refuses a second connection outright ("Too many connections", or a
 //     reset) instead of queueing it, and it notices a closed connection a few
-//     milliseconds late, so even strictly sequential tests are refused;
-//   - every connection talks to the same single backend session, so prepared
-//     statements, SET ROLE and other session state leak from one connection
-//     into the next (pgx then fails with "prepared statement stmtcache_...
-//     already exists");
+//     milliseconds late, so even strictly sequential clients are refused;
+//   - a connection that ends with a reset instead of a clean close (as the
+//     kernel ends one whose process died with unread data) keeps its only
+//     slot taken until the server restarts;
+//   - a connection that arrives just after another closed, before the
+//     server has freed that one's slot, is refused by pglite-socket rather
+//     than by Node; pglite-socket never reads what it sent, so Node counts
+//     it open for good and, with -m 1, drops every later connection;
 //   - it never answers an SSLRequest, so sslmode=prefer hangs.
 //
 // The relay accepts any number of connections; for each it answers SSL and
-// GSS requests with "no", then dials the server and sends the startup message,
-// retrying while the server refuses, until the server's one slot is free or
-// the wait runs out (the client then gets an ErrorResponse saying why). When
-// the client goes away it rolls back, runs DISCARD ALL and restores PGlite's
-// search_path before closing, so the next connection starts with a fresh
-// session, as on a real server. A real Postgres behind the relay is served
-// the same way, which costs nothing there.
+// GSS requests with "no", then waits for its turn: one connection at a time
+// among all relays on this machine (a flock, see turn), kept until a moment
+// after the connection closed. Then it dials the server and sends the
+// startup message, retrying while the server refuses (a client that is not
+// a relay has it), until the server's one slot is free or the wait runs out
+// (the client then gets an ErrorResponse saying why). From there it copies bytes both ways, untouched. When the
+// client goes away, however it goes (a Terminate, a close, a reset, a
+// SIGKILL), the relay half-closes its side towards the server and reads
+// until the server closes too, so the server always sees a clean close and
+// frees its slot.
+//
+// What the relay does not do is reset the server's session: every
+// connection to PGlite shares its one backend session, so prepared
+// statements, session settings and SET ROLE of one connection are there
+// for the next, as for anyone using that server (the server itself only
+// rolls back a transaction its client left open). Tests therefore meet
+// what users meet, and the store is written to work on it. A real Postgres
+// behind the relay gives each connection a fresh backend, as always.
 
 import (
 	"bufio"
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// resetSQL brings PGlite's shared session back to how a new connection finds
-// it: DISCARD ALL drops prepared statements, resets roles and settings; it
-// also resets search_path to PGlite's boot value, pg_catalog, so the
-// "SET search_path TO public" PGlite runs at start is repeated.
-var resetSQL = []string{"ROLLBACK", "DISCARD ALL", "SET search_path TO public"}
+// settle is how long the server is given to free its slot after a
+// connection closed before the next one may connect (see serve).
+const settle = 20 * time.Millisecond
 
 type relay struct {
 	ln       net.Listener
@@ -73,9 +86,9 @@ func newRelay(upstream string, wait time.Duration) (*relay, error) {
 func (r *relay) addr() string { return r.ln.Addr().String() }
 
 // close stops accepting and ends every relayed connection the way a
-// departing client would, so that each server session is reset and closed
-// cleanly: a connection PGlite sees fail (a reset, a broken pipe) keeps its
-// only slot taken for good. Connections still open after a while are cut.
+// departing client would, so that the server sees each one close cleanly: a
+// connection PGlite sees fail (a reset, a broken pipe) keeps its only slot
+// taken for good. Connections still open after a while are cut.
 func (r *relay) close() {
 	select {
 	case <-r.closing:
@@ -156,91 +169,69 @@ func (r *relay) serve(cl net.Conn) {
 	if err != nil {
 		return // a cancel request (PGlite cannot cancel) or a broken client
 	}
-	up, upr, first, err := r.dialUpstream(startup)
+	up, upr, first, tn, err := r.dialUpstream(startup)
 	if err != nil {
 		cl.Write(errorMessage("FATAL", "53300", err.Error()))
 		return
 	}
-	defer r.untrack(up)
+	defer func() {
+		r.untrack(up)
+		// pglite-socket frees the slot a moment after the socket closes
+		// (on its next event-loop turn); a connection that comes before is
+		// refused by pglite-socket itself, which never reads what that
+		// connection sent, so Node counts it open forever and, with -m 1,
+		// refuses everything after. The turn is kept until the slot is free.
+		time.Sleep(settle)
+		tn.done()
+	}()
 
-	clw := bufio.NewWriter(cl)
-	clw.Write(first)
-	clw.Flush()
-
-	// Server to client, until the client leaves; then watch for the end of
-	// the reset.
-	token := make([]byte, 8)
-	rand.Read(token)
-	marker := []byte("pgtest-reset-" + hex.EncodeToString(token))
-	var detached, ready atomic.Bool // client gone; startup finished
-	resetDone := make(chan struct{})
+	// Server to client until the server closes. Once the client is gone
+	// the rest is read and dropped: leaving it unread would turn the close
+	// below into a reset.
+	drained := make(chan struct{})
 	go func() {
-		defer close(resetDone)
-		seen := false
+		defer close(drained)
+		_, werr := cl.Write(first)
+		buf := make([]byte, 32<<10)
 		for {
-			typ, body, err := readMessage(upr)
+			n, err := upr.Read(buf)
+			if n > 0 && werr == nil {
+				_, werr = cl.Write(buf[:n])
+			}
 			if err != nil {
-				if !detached.Load() {
-					cl.Close() // the server went away: so does the client
-				}
-				return
-			}
-			if !detached.Load() {
-				if typ == 'Z' {
-					ready.Store(true)
-				}
-				clw.Write(appendMessage(nil, typ, body))
-				if upr.Buffered() == 0 {
-					clw.Flush()
-				}
-				continue
-			}
-			switch {
-			case typ == 'D' && bytes.Contains(body, marker):
-				seen = true
-			case typ == 'Z' && seen:
+				cl.Close() // the server went away: so does the client
 				return
 			}
 		}
 	}()
 
-	// Client to server, message by message, so that the reset below starts
-	// on a message boundary; the client's Terminate is not passed on.
-	upw := bufio.NewWriter(up)
-	for {
-		typ, body, err := readMessage(clr)
-		if err != nil || typ == 'X' {
-			break
-		}
-		upw.Write(appendMessage(nil, typ, body))
-		if clr.Buffered() == 0 {
-			if upw.Flush() != nil {
-				return
-			}
-		}
-	}
-	detached.Store(true)
-	if !ready.Load() {
-		return // the client left during startup: there is no session to reset
-	}
-
-	// CopyFail ends a COPY the client left open (the server ignores it
-	// otherwise) and Sync ends an unfinished extended-protocol exchange.
-	reset := appendMessage(nil, 'f', query("pgtest: client went away"))
-	reset = appendMessage(reset, 'S', nil)
-	for _, sql := range resetSQL {
-		reset = appendMessage(reset, 'Q', query(sql))
-	}
-	reset = appendMessage(reset, 'Q', query("SELECT '"+string(marker)+"'"))
-	upw.Write(reset)
-	if upw.Flush() != nil {
-		return
+	// Client to server until the client goes, then a clean end towards the
+	// server: half-close, and wait (bounded) until it closes its side.
+	copyTo(up, clr)
+	if tc, ok := up.(*net.TCPConn); ok {
+		tc.CloseWrite()
 	}
 	timer := time.NewTimer(30 * time.Second)
 	defer timer.Stop()
 	select {
-	case <-resetDone:
+	case <-drained:
 	case <-timer.C:
+	}
+}
+
+// copyTo copies src to dst until either fails.
+func copyTo(dst io.Writer, src io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
 }
 
@@ -271,18 +262,32 @@ func (r *relay) readStartup(cl net.Conn, clr *bufio.Reader) ([]byte, error) {
 // retrying while the server refuses the connection (its slot is taken),
 // and returns the server's first answer. A server that is not listening at
 // all is an error at once.
-func (r *relay) dialUpstream(startup []byte) (net.Conn, *bufio.Reader, []byte, error) {
+func (r *relay) dialUpstream(startup []byte) (net.Conn, *bufio.Reader, []byte, *turn, error) {
 	deadline := time.Now().Add(r.wait)
+	refused := func(why any) error {
+		return fmt.Errorf("pgtest relay: the server at %s refused connections for %v (last: %v); "+
+			"PGlite serves one connection at a time: a test or another test binary held it that long, "+
+			"or a pool was left open or given more than one connection", r.upstream, r.wait, why)
+	}
+	tn, err := takeTurn(r.turnPath(), deadline, r.closing)
+	switch {
+	case errors.Is(err, errTurnTimeout):
+		return nil, nil, nil, nil, refused("another connection of these tests had it")
+	case err != nil:
+		return nil, nil, nil, nil, fmt.Errorf("pgtest relay: %v", err)
+	}
 	backoff := time.Millisecond
 	var lastErr error
 	for {
 		up, err := net.DialTimeout("tcp", r.upstream, 10*time.Second)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("pgtest relay: nothing listens at %s: %v", r.upstream, err)
+			tn.done()
+			return nil, nil, nil, nil, fmt.Errorf("pgtest relay: nothing listens at %s: %v", r.upstream, err)
 		}
 		if !r.track(up, false) {
 			up.Close()
-			return nil, nil, nil, errors.New("pgtest relay: shutting down")
+			tn.done()
+			return nil, nil, nil, nil, errShuttingDown
 		}
 		upr := bufio.NewReader(up)
 		up.SetReadDeadline(time.Now().Add(time.Minute))
@@ -294,7 +299,7 @@ func (r *relay) dialUpstream(startup []byte) (net.Conn, *bufio.Reader, []byte, e
 		}()
 		if err == nil && (typ == 'R' || typ == 'E') {
 			up.SetReadDeadline(time.Time{})
-			return up, upr, appendMessage(nil, typ, body), nil
+			return up, upr, appendMessage(nil, typ, body), tn, nil
 		}
 		r.untrack(up)
 		if err == nil {
@@ -302,15 +307,26 @@ func (r *relay) dialUpstream(startup []byte) (net.Conn, *bufio.Reader, []byte, e
 		}
 		lastErr = err
 		if time.Now().Add(backoff).After(deadline) {
-			return nil, nil, nil, fmt.Errorf("pgtest relay: the server at %s refused connections for %v (last: %v); "+
-				"PGlite serves one connection at a time: a test or another test binary held it that long, "+
-				"or a pool was left open or given more than one connection", r.upstream, r.wait, lastErr)
+			tn.done()
+			return nil, nil, nil, nil, refused(lastErr)
 		}
 		select {
 		case <-time.After(backoff):
 		case <-r.closing:
-			return nil, nil, nil, errors.New("pgtest relay: shutting down")
+			tn.done()
+			return nil, nil, nil, nil, errShuttingDown
 		}
 		backoff = min(2*backoff, 50*time.Millisecond)
 	}
 }
+
+// turnPath is the lock file of the server's turn (see turn).
+func (r *relay) turnPath() string {
+	return filepath.Join(os.TempDir(), "pgtest-turn-"+strings.NewReplacer(":", "_", "/", "_", "[", "", "]", "").Replace(r.upstream)+".lock")
+}
+
+// Errors of the turn.
+var (
+	errTurnTimeout  = errors.New("waited too long for the turn")
+	errShuttingDown = errors.New("pgtest relay: shutting down")
+)

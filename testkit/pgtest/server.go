@@ -15,12 +15,17 @@ import (
 	"time"
 )
 
-// serverScript serves PGlite over TCP (see its comment); installed is a
-// file of the npm packages it needs, which package.json pins.
+// serverScript is pglite-socket's own server, as npm ships it (no patch:
+// the store must work on the server users run); installed is a file of the
+// npm packages package.json pins. serverArgs serve pgvector, one
+// connection at a time (the server's connections would share its one
+// backend session otherwise), in memory, on a port the kernel picks.
 const (
-	serverScript = "server.mjs"
+	serverScript = "node_modules/@electric-sql/pglite-socket/dist/scripts/server.js"
 	installed    = "node_modules/@electric-sql/pglite-socket/package.json"
 )
+
+var serverArgs = []string{"--host=127.0.0.1", "--port=0", "--db=memory://", "--extensions=vector", "--max-connections=1"}
 
 // startTimeout bounds PGlite's start (1.5-5 s on two busy cores).
 const startTimeout = 2 * time.Minute
@@ -82,7 +87,7 @@ func startServer() (*server, error) {
 		logf.Close()
 		return nil, err
 	}
-	cmd := exec.Command(node, serverScript, "--host=127.0.0.1", "--port=0", "--db=memory://")
+	cmd := exec.Command(node, append([]string{serverScript}, serverArgs...)...)
 	cmd.Dir = dir
 	cmd.Stdout = pw
 	cmd.Stderr = logf
