@@ -74,6 +74,8 @@ func TestRefusedProposals(t *testing.T) {
 		{"schema", "choir.fs.read", `{"path": 3}`, tool.CodeInvalidInput},
 		{"path outside", "choir.fs.read", `{"path": "../etc/passwd"}`, tool.CodePathRefused},
 		{"skill tool without a skill", "choir.skill.transition", `{"on":"x"}`, tool.CodeUnknownTool},
+		{"arguments nested too deeply", "choir.fs.read", `{"path":"a","x":` + strings.Repeat("[", MaxInputDepth) + strings.Repeat("]", MaxInputDepth) + `}`, tool.CodeInvalidInput},
+		{"arguments too large", "choir.fs.read", `{"path":"a","x":"` + strings.Repeat("a", MaxInputBytes) + `"}`, tool.CodeInvalidInput},
 	}
 	var msgs []string
 	for i, tt := range tests {
@@ -105,12 +107,16 @@ func TestRefusedProposals(t *testing.T) {
 			t.Errorf("unknown_tool messages differ: %q vs %q; a hidden tool must look like a missing one", m, msgs[0])
 		}
 	}
-	// Invalid JSON is kept as sent, for the audit.
+	// Invalid JSON is kept as sent, for the audit; refused arguments too
+	// deep or too large only as an excerpt, so the log stays replicable.
 	for _, e := range h.a.Events(0) {
 		var p CallRequested
 		json.Unmarshal(e.Payload, &p)
 		if e.Type == ToolCallRequested && p.ID == "rc" && p.RawInput != `{"path": "a.txt"` {
 			t.Errorf("raw_input = %q; want the arguments as sent", p.RawInput)
+		}
+		if e.Type == ToolCallRequested && (p.ID == "rh" || p.ID == "ri") && (len(e.Payload) > 8<<10 || len(p.Input) != 0 || !strings.Contains(p.RawInput, "bytes omitted]") && p.ID == "ri") {
+			t.Errorf("%s committed %d bytes (raw_input %d bytes, input %d); want an excerpt only", p.ID, len(e.Payload), len(p.RawInput), len(p.Input))
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"choir/agent/lock"
 	"choir/agent/skill"
 	"choir/agent/tool"
+	"choir/internal/jsonlimit"
 	"choir/internal/rpc"
 )
 
@@ -56,6 +58,28 @@ type ownerQueue struct {
 	pending []*invocation
 }
 
+// Bounds of a tool call's arguments, checked before they are parsed or
+// committed: what the log holds must replicate (the agent protocol refuses
+// bodies nested deeper than 128 levels) and stay small. Refused arguments
+// are committed only as an excerpt of their text.
+const (
+	MaxInputBytes = 1 << 20
+	MaxInputDepth = 32
+	maxRawInput   = 4 << 10
+)
+
+// excerpt keeps the start of s, within n bytes, on a rune boundary.
+func excerpt(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("…[%d bytes omitted]", len(s)-cut)
+}
+
 // prepare does the pure work of a proposal in the caller's goroutine, off
 // the arbiter's critical path: parse and canonicalise the input, look the
 // tool up, validate the input against its schema, compute and translate
@@ -67,15 +91,16 @@ func (a *Arbiter) prepare(ctx context.Context, p Proposal) *invocation {
 	if len(in) == 0 {
 		in = []byte("{}")
 	}
-	c, err := Canonical(in)
-	if err != nil {
+	if err := jsonlimit.Check(in, jsonlimit.Limits{MaxBytes: MaxInputBytes, MaxDepth: MaxInputDepth}); err != nil {
+		inv.badInput = err
+	} else if c, err := Canonical(in); err != nil {
 		inv.badInput = err
 	} else {
 		inv.input = c
 	}
 	req := CallRequested{ID: p.ID, Input: inv.input, Job: inv.job, Tool: p.Tool, ToolCallID: p.ToolCallID}
 	if inv.badInput != nil {
-		req.RawInput = string(p.Input)
+		req.RawInput = excerpt(string(p.Input), maxRawInput)
 	}
 	inv.requested = req.appendJSON(make([]byte, 0, 128+len(inv.input)))
 	if inv.badInput != nil || strings.HasPrefix(p.Tool, tool.ReservedPrefix) {
