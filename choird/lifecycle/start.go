@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"choir/choird/lease"
+	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/docker"
 	"choir/internal/rpc"
@@ -53,6 +54,12 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		return ctl.AgentStatus{}, err
 	}
 	wsPath := l.Config.Workspaces[b.Workspace].Path
+	// Again at every start: a path checked when choird started may have
+	// been replaced by a symbolic link since (the engine would mount what
+	// it points to).
+	if ps := config.CheckHost(l.Config, m.Home); len(ps) > 0 {
+		return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: the workspaces no longer pass choird's checks:\n%s", agentID, ps.Error())
+	}
 	owner, err := workspaceOwner(b.Workspace, wsPath)
 	if err != nil {
 		return ctl.AgentStatus{}, err
