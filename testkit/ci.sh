@@ -71,7 +71,7 @@ for target in \
   "./agent/skill FuzzParseSpec" \
   "./agent/tool FuzzParseManifest" \
   "./agent/tool FuzzParseResult" \
-  "./agent/arbiter FuzzCanonical" \
+  "./internal/chain FuzzCanonical" \
   "./internal/telegram FuzzGetUpdates" \
   "./internal/openai FuzzChatAnswer" \
   "./internal/docker FuzzDemux"; do

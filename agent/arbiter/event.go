@@ -1,14 +1,11 @@
 package arbiter
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
-	"strconv"
 	"time"
 
 	"choir/agent/lock"
+	"choir/internal/chain"
 	"choir/internal/rpc"
 )
 
@@ -132,91 +129,33 @@ type SkillTransitionPayload struct {
 	To     string `json:"to"`
 }
 
-// TimeLayout is how an event's time enters the hash: UTC, microseconds (the
-// precision of a Postgres timestamptz), always six digits.
-const TimeLayout = "2006-01-02T15:04:05.000000Z"
+// The chain's definitions live in internal/chain, which choird's store
+// verifies with; these name them where the arbiter's callers look.
+
+// TimeLayout is how an event's time enters the hash (chain.TimeLayout).
+const TimeLayout = chain.TimeLayout
+
+// Canonical returns the canonical JSON form of one JSON value (see
+// chain.Canonical): what the hash chain covers.
+func Canonical(data []byte) ([]byte, error) { return chain.Canonical(data) }
 
 // Hash returns the chain hash of e given the hash of the event before it
-// ("" before the first event, rev 1):
-//
-//	hash = hex(SHA-256(prev ‖ canonical(e)))
-//
-// where prev is the previous hash as its 64 hex characters and canonical(e)
-// is the event without its hash, as the JSON object
-//
-//	{"lane":L,"payload":P,"rev":N,"time":T,"type":Y}
-//
-// with members in that (sorted) order, P the Canonical form of the payload
-// (null when empty), T the time in TimeLayout and L "" for an event of no
-// lane. e.Hash is ignored.
-func Hash(prev string, e rpc.Event) (string, error) {
-	p := []byte("null")
-	if len(e.Payload) > 0 {
-		var err error
-		if p, err = Canonical(e.Payload); err != nil {
-			return "", fmt.Errorf("event %d: payload: %w", e.Rev, err)
-		}
-	}
-	h, _ := chainHash(nil, prev, e, p)
-	return h, nil
-}
-
-// chainHash is Hash with a payload known to be canonical. buf is scratch
-// space; it returns buf, grown as needed, for the next call.
-func chainHash(buf []byte, prev string, e rpc.Event, payload []byte) (string, []byte) {
-	buf = append(buf[:0], prev...)
-	buf = append(buf, `{"lane":`...)
-	buf = appendString(buf, e.Lane)
-	buf = append(buf, `,"payload":`...)
-	if len(payload) == 0 {
-		buf = append(buf, "null"...)
-	} else {
-		buf = append(buf, payload...)
-	}
-	buf = append(buf, `,"rev":`...)
-	buf = strconv.AppendInt(buf, e.Rev, 10)
-	buf = append(buf, `,"time":"`...)
-	buf = e.Time.UTC().AppendFormat(buf, TimeLayout)
-	buf = append(buf, `","type":`...)
-	buf = appendString(buf, e.Type)
-	buf = append(buf, '}')
-	sum := sha256.Sum256(buf)
-	return hex.EncodeToString(sum[:]), buf
-}
-
-// appendString appends s as a JSON string, as encoding/json writes it.
-func appendString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			b, _ := json.Marshal(s)
-			return append(buf, b...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
-}
+// ("" before rev 1); see chain.Hash. e.Hash is ignored.
+func Hash(prev string, e rpc.Event) (string, error) { return chain.Hash(prev, chain.Event(e)) }
 
 // Verify checks that events are consecutive revisions chained from prev,
-// the hash of the event before the first ("" when the first is rev 1):
-// each Hash must equal Hash(previous hash, event). It names the first
-// event that fails.
+// the hash of the event before the first ("" when the first is rev 1); the
+// error is a *chain.Break naming the first event that fails.
 func Verify(prev string, events []rpc.Event) error {
+	evs := make([]chain.Event, len(events))
 	for i, e := range events {
-		if i > 0 && e.Rev != events[i-1].Rev+1 {
-			return fmt.Errorf("event %d follows event %d: revisions must be consecutive", e.Rev, events[i-1].Rev)
-		}
-		h, err := Hash(prev, e)
-		if err != nil {
-			return err
-		}
-		if h != e.Hash {
-			return fmt.Errorf("event %d (%s): hash %s, want %s", e.Rev, e.Type, e.Hash, h)
-		}
-		prev = h
+		evs[i] = chain.Event(e)
 	}
-	return nil
+	return chain.Verify(prev, evs)
 }
+
+// appendString appends s as a canonical JSON string.
+func appendString(buf []byte, s string) []byte { return chain.AppendString(buf, s) }
 
 // now returns the time an event is committed with: UTC, to the microsecond.
 func now(clock func() time.Time) time.Time {

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"choir/internal/chain"
 	"choir/internal/rpc"
 )
 
@@ -21,9 +22,9 @@ type commitLog struct {
 	last   string        // hash of event n
 	grew   chan struct{} // closed at the next append; nil while nobody waits
 
-	scratch []byte // hashing buffer, arbiter goroutine only
-	clock   func() time.Time
-	redact  func([]byte) []byte // secret values out of a canonical payload
+	hasher chain.Hasher // arbiter goroutine only
+	clock  func() time.Time
+	redact func([]byte) []byte // secret values out of a canonical payload
 }
 
 // append commits one event of type typ with a canonical payload and
@@ -36,7 +37,7 @@ func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
 	e := rpc.Event{Type: typ, Lane: lane, Payload: payload, Time: now(l.clock)}
 	// Only this goroutine writes n and last, so it may read them unlocked.
 	e.Rev = l.n + 1
-	e.Hash, l.scratch = chainHash(l.scratch, l.last, e, payload)
+	e.Hash = l.hasher.Sum(l.last, chain.Event(e), payload)
 
 	l.mu.Lock()
 	if l.n%chunkSize == 0 {

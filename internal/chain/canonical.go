@@ -1,4 +1,4 @@
-package arbiter
+package chain
 
 import (
 	"bytes"
@@ -6,18 +6,28 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"unicode/utf8"
 )
 
 // Canonical returns the canonical JSON form of one JSON value: no
 // insignificant whitespace, object members sorted by name (byte order of the
 // unescaped names) at every depth, strings escaped as encoding/json escapes
-// them, numbers kept as written. It is what the hash chain covers, so that a
-// payload stored as Postgres jsonb (which reorders members) still verifies.
-// An object naming a member twice is refused: its meaning is ambiguous.
+// them, and numbers written as Postgres prints a numeric (see appendNumber).
+// It is what the hash chain covers, so that a payload stored as Postgres
+// jsonb (which reorders members, drops whitespace, re-escapes strings and
+// rewrites numbers) and read back has the same canonical form and still
+// verifies.
 //
-// It gives what decoding into any (with UseNumber) and json.Marshal give,
-// without building that tree (canonical_test.go checks the two agree).
+// Two things jsonb cannot hold are mapped or refused: U+0000 in a string or
+// a member name (Postgres text cannot hold it) is written as U+FFFD, and a
+// number whose plain decimal form would have more than MaxNumberDigits
+// digits is refused. An object naming a member twice is refused: its
+// meaning is ambiguous.
+//
+// Otherwise it gives what decoding into any (with UseNumber) and
+// json.Marshal give, without building that tree (canonical_test.go checks
+// the two agree).
 func Canonical(data []byte) ([]byte, error) {
 	if !json.Valid(data) {
 		// json.Unmarshal's error says what is wrong and where.
@@ -63,16 +73,16 @@ func (c *canon) value(out []byte) ([]byte, error) {
 	case '"':
 		s := c.stringSpan()
 		return appendCanonicalString(out, s)
-	default: // number, true, false, null: copied as written
+	default: // number, true, false, null
 		start := c.pos
 		for c.pos < len(c.in) {
 			switch c.in[c.pos] {
 			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return append(out, c.in[start:c.pos]...), nil
+				return appendLiteral(out, c.in[start:c.pos])
 			}
 			c.pos++
 		}
-		return append(out, c.in[start:c.pos]...), nil
+		return appendLiteral(out, c.in[start:c.pos])
 	}
 }
 
@@ -149,7 +159,7 @@ func (c *canon) object(out []byte) ([]byte, error) {
 			if err != nil {
 				return nil, err
 			}
-			name = []byte(n)
+			name = []byte(n) // as it is written out (NUL mapped)
 		}
 		var err error
 		if out, err = appendCanonicalString(out, key); err != nil {
@@ -195,14 +205,16 @@ func (c *canon) object(out []byte) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
-// unquote returns the value of a string token.
+// unquote returns the value of a string token, U+0000 mapped to U+FFFD.
 func unquote(tok []byte) (string, error) {
 	if bytes.IndexByte(tok, '\\') < 0 && utf8.Valid(tok) {
 		return string(tok[1 : len(tok)-1]), nil
 	}
 	var s string
-	err := json.Unmarshal(tok, &s)
-	return s, err
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return "", err
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD"), nil
 }
 
 // appendCanonicalString appends a string token as encoding/json writes its
