@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 )
 
@@ -24,8 +25,12 @@ const (
 	// MaxSecretNames bounds GET_SECRETS' resources list.
 	MaxSecretNames = 64
 	// MaxPatches bounds the events of one HEARTBEAT (the agent sends at
-	// most 256 and loops).
+	// most HeartbeatMaxEvents and loops); their bytes are bounded by the
+	// body cap.
 	MaxPatches = 1024
+	// MaxSnapshotBytes bounds a HEARTBEAT's snapshot; it must be a
+	// Snapshot: an object with exactly §13.4's members.
+	MaxSnapshotBytes = 1 << 20
 	// MaxApprovalPayload bounds REQUEST_APPROVAL's payload: a person reads
 	// it.
 	MaxApprovalPayload = 64 << 10
@@ -117,7 +122,46 @@ func (r HeartbeatReq) check() error {
 			return err
 		}
 	}
-	return ids("hash_prev", r.HashPrev, "hash_new", r.HashNew)
+	if err := ids("hash_prev", r.HashPrev, "hash_new", r.HashNew); err != nil {
+		return err
+	}
+	if len(r.Snapshot) > 0 {
+		if n := len(r.Snapshot); n > MaxSnapshotBytes {
+			return tooBig("snapshot", n, MaxSnapshotBytes, "bytes")
+		}
+		if _, err := ParseSnapshot(r.Snapshot); err != nil {
+			return Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
+		}
+	}
+	return nil
+}
+
+// snapshotMembers are the members of a Snapshot, in §13.4's order.
+var snapshotMembers = []string{"reference_summary_edge", "reference_summary_core", "event_window_boundary", "skill_state", "lane_state", "open_jobs"}
+
+// ParseSnapshot reads a working-memory snapshot: a JSON object with
+// exactly the members of §13.4 (Snapshot), each present and not null. The
+// error names the member that is missing or not one of them.
+func ParseSnapshot(raw json.RawMessage) (Snapshot, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return Snapshot{}, fmt.Errorf("snapshot is not a JSON object: want one with the members %s (§13.4)", strings.Join(snapshotMembers, ", "))
+	}
+	for name := range m {
+		if !slices.Contains(snapshotMembers, name) {
+			return Snapshot{}, fmt.Errorf("snapshot has the member %q, which §13.4 does not define: want exactly %s", clip(name), strings.Join(snapshotMembers, ", "))
+		}
+	}
+	for _, name := range snapshotMembers {
+		if v, ok := m[name]; !ok || string(v) == "null" {
+			return Snapshot{}, fmt.Errorf("snapshot lacks the member %q (§13.4): want exactly %s", name, strings.Join(snapshotMembers, ", "))
+		}
+	}
+	return Snapshot{
+		ReferenceSummaryEdge: m["reference_summary_edge"], ReferenceSummaryCore: m["reference_summary_core"],
+		EventWindowBoundary: m["event_window_boundary"], SkillState: m["skill_state"],
+		LaneState: m["lane_state"], OpenJobs: m["open_jobs"],
+	}, nil
 }
 
 func (r ApprovalReq) check() error {

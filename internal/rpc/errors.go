@@ -20,6 +20,10 @@ const (
 	CodeUnavailable        = "unavailable"
 	CodeNotFound           = "not_found"
 	CodeFailedPrecondition = "failed_precondition"
+	// CodeReplicationRefused is a HEARTBEAT whose events do not follow the
+	// session's stored log (a gap, or a chain that does not verify): 409,
+	// with Error.Head saying where the stored log ends.
+	CodeReplicationRefused = "replication_refused"
 )
 
 // Error is an RPC failure as the wire carries it. Handlers return it to
@@ -29,6 +33,9 @@ type Error struct {
 	Code       string        `json:"code"`
 	Message    string        `json:"message"`
 	RetryAfter time.Duration `json:"-"` // from Retry-After on 429
+	// Head is set on replication_refused: the agent resends from
+	// Head.Rev+1.
+	Head *ChainHead `json:"head,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -41,6 +41,7 @@ type Envelope struct {
 type ResourceBindings struct {
 	Workspace    string `json:"workspace"`
 	LLM          string `json:"llm"`
+	CoreLLM      string `json:"core_llm,omitempty"` // the core jobs' model; "" means LLM's
 	VoiceProfile string `json:"voice_profile,omitempty"`
 	GitIdentity  string `json:"git_identity"`
 	Notion       string `json:"notion,omitempty"`
@@ -96,8 +97,16 @@ type SecretResp struct {
 	Secrets map[string]string `json:"secrets"`
 }
 
-// HeartbeatReq replicates committed events: Patches are the ordered,
-// contiguous events after BaseRev up to NewRev.
+// HeartbeatReq replicates committed events (§13.1): Patches are the
+// committed events BaseRev+1 … NewRev, in order, each with its chain hash;
+// HashPrev is the hash of BaseRev ("" for 0) and HashNew that of NewRev.
+// choird stores them only if they follow what it holds for the session
+// (contiguous, and chained from its stored hash of BaseRev), else it
+// refuses the whole heartbeat with 409 replication_refused and says where
+// it stands (Error.Head). Events it holds already are skipped, so a resend
+// is harmless. The agent sends at most HeartbeatMaxEvents events and about
+// HeartbeatMaxBytes of them a heartbeat; a longer backlog drains over
+// several.
 type HeartbeatReq struct {
 	BaseRev       int64     `json:"base_rev"`
 	NewRev        int64     `json:"new_rev"`
@@ -106,8 +115,12 @@ type HeartbeatReq struct {
 	HashPrev      string    `json:"hash_prev"`
 	HashNew       string    `json:"hash_new"`
 	Timestamp     time.Time `json:"timestamp"`
-	// Snapshot is the working-memory snapshot (§13.4), sent periodically.
-	Snapshot json.RawMessage `json:"snapshot,omitempty"`
+	// Snapshot is the working-memory snapshot (§13.4, a Snapshot as JSON)
+	// of the state at revision SnapshotRev, sent every N revisions or T
+	// seconds; choird stores it under SnapshotRev once it holds that
+	// revision (SnapshotRev ≤ NewRev).
+	Snapshot    json.RawMessage `json:"snapshot,omitempty"`
+	SnapshotRev int64           `json:"snapshot_rev,omitempty"`
 	// Final marks the last heartbeat of a graceful stop; Summary is the
 	// session summary generated for it, when there is one (§11.8).
 	Final   bool            `json:"final,omitempty"`
@@ -115,9 +128,48 @@ type HeartbeatReq struct {
 }
 
 // HeartbeatResp acknowledges a revision and says which config is current.
+// AckRev is the newest revision choird holds for the session and AckHash
+// its chain hash: the next heartbeat sends from AckRev+1. SnapshotRev is
+// the revision of the newest snapshot it holds (0 for none).
 type HeartbeatResp struct {
-	AckRev              int64 `json:"ack_rev"`
-	ConfigVersionLatest int64 `json:"config_version_latest"`
+	AckRev              int64  `json:"ack_rev"`
+	AckHash             string `json:"ack_hash,omitempty"`
+	SnapshotRev         int64  `json:"snapshot_rev,omitempty"`
+	ConfigVersionLatest int64  `json:"config_version_latest"`
+}
+
+// How much one heartbeat carries: the agent fills a heartbeat with the
+// oldest unacknowledged events up to HeartbeatMaxEvents of them or
+// HeartbeatMaxBytes of their JSON (one larger event goes alone), well
+// under MaxPatches and the 4 MiB body cap with a snapshot beside them.
+const (
+	HeartbeatMaxEvents = 256
+	HeartbeatMaxBytes  = 1 << 20
+)
+
+// ChainHead is where a session's replicated log ends: the newest revision
+// choird holds and its chain hash ("" at revision 0).
+type ChainHead struct {
+	Rev  int64  `json:"rev"`
+	Hash string `json:"hash"`
+}
+
+// Snapshot is the working-memory snapshot of §13.4, exactly its fields:
+// each lane's reference summary (§11.3), per lane the revision of the
+// oldest event in its window, the skill runs (skill, state, local
+// context), each lane's status and budgets, and the open core jobs with
+// the tool each has in flight. The revision it describes travels beside it
+// (HeartbeatReq.SnapshotRev) and is the key choird stores it under; to
+// recover, the newest snapshot is read with the events from the oldest
+// window boundary on. The members are kept as JSON: their shapes belong to
+// the agent's lanes.
+type Snapshot struct {
+	ReferenceSummaryEdge json.RawMessage `json:"reference_summary_edge"`
+	ReferenceSummaryCore json.RawMessage `json:"reference_summary_core"`
+	EventWindowBoundary  json.RawMessage `json:"event_window_boundary"`
+	SkillState           json.RawMessage `json:"skill_state"`
+	LaneState            json.RawMessage `json:"lane_state"`
+	OpenJobs             json.RawMessage `json:"open_jobs"`
 }
 
 // Approval statuses.
