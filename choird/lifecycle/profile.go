@@ -15,8 +15,8 @@ import (
 // Where things are inside an agent container (§15.1).
 const (
 	WorkspaceTarget = "/workspace"
-	SocketTarget    = "/run/choir"                   // the agent's own socket directory
-	SocketName      = "choird.sock"                  // the socket in it
+	SocketTarget    = "/run/choir"                    // the agent's own socket directory
+	SocketName      = "choird.sock"                   // the socket in it
 	SocketInside    = SocketTarget + "/" + SocketName // what choir-agent dials
 )
 

@@ -36,7 +36,9 @@ func TestVerifyRefusesEachForbiddenSetting(t *testing.T) {
 		{"cap add ptrace", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapAdd = []string{"CAP_SYS_PTRACE"} }, "added capability CAP_SYS_PTRACE"},
 		{"agent user", func(cfg *docker.ContainerConfig, _ *docker.HostConfig) { cfg.User = "1000:1000" }, `user "1000:1000"`},
 		{"writable socket directory", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.Mounts[1].ReadOnly = false }, "writable mount of the socket directory"},
-		{"shared socket directory", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.Mounts[1].Source = "/home/op/.choir.d/socks/agent" }, "a host mount of /home/op/.choir.d/socks/agent at /run/choir"},
+		{"shared socket directory", func(_ *docker.ContainerConfig, hc *docker.HostConfig) {
+			hc.Mounts[1].Source = "/home/op/.choir.d/socks/agent"
+		}, "a host mount of /home/op/.choir.d/socks/agent at /run/choir"},
 		{"caps kept", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.CapDrop = nil }, "CapDrop must hold ALL"},
 		{"new privileges", func(_ *docker.ContainerConfig, hc *docker.HostConfig) { hc.SecurityOpt = nil }, "no-new-privileges missing"},
 		{"seccomp off", func(_ *docker.ContainerConfig, hc *docker.HostConfig) {
