@@ -279,6 +279,8 @@ type callerKey struct{}
 // propose sends one tool call to the arbiter and keeps a skill it starts.
 func (a *actor) propose(ctx context.Context, id string, tc openai.ToolCall, name string) error {
 	run := a.skill()
+	// tool_call_timeout_ms caps every call, whatever its tool's timeout.
+	ctx = tool.WithTimeoutCap(ctx, time.Duration(a.l.cfg.Budgets.ToolCallTimeoutMS)*time.Millisecond)
 	out, err := a.l.cfg.Arbiter.Submit(context.WithValue(ctx, callerKey{}, a), arbiter.Proposal{
 		ID:         id,
 		Lane:       a.owner,
@@ -292,6 +294,7 @@ func (a *actor) propose(ctx context.Context, id string, tc openai.ToolCall, name
 		return err
 	}
 	if out.Started != nil {
+		out.Started.SetRetryBudget(a.l.cfg.Budgets.PerStepSkillRetries)
 		a.setSkill(out.Started)
 	}
 	if r := a.skill(); r != nil && r.Ended() {

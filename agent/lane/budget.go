@@ -44,8 +44,9 @@ func (e *BudgetError) toolError() *tool.Error {
 }
 
 // budgets fills the zero fields of b with the design's defaults; zero
-// Budgets are all defaults. per_job_max_injections may be 0 (no injection)
-// when other budgets are set.
+// Budgets are all defaults. per_job_max_injections and
+// per_step_skill_retries may be 0 (no injection; a skill fails at its
+// first invalid proposal) when other budgets are set.
 func budgets(b config.Budgets) config.Budgets {
 	d := config.DefaultTunables().Budgets
 	if b == (config.Budgets{}) {
@@ -64,6 +65,9 @@ func budgets(b config.Budgets) config.Budgets {
 	fill(&b.PerJobWallTimeMS, d.PerJobWallTimeMS)
 	if b.PerJobMaxInjections < 0 {
 		b.PerJobMaxInjections = d.PerJobMaxInjections
+	}
+	if b.PerStepSkillRetries < 0 {
+		b.PerStepSkillRetries = d.PerStepSkillRetries
 	}
 	return b
 }
@@ -115,6 +119,22 @@ func (s *session) takeJob() error {
 		return &BudgetError{BudgetCoreJobs, int64(s.lim.MaxCoreJobs)}
 	}
 	s.jobs++
+	return nil
+}
+
+// spent reports the session budget that leaves the session nothing to do,
+// or nil: total_session_tokens (no model call is possible) or
+// max_tool_calls_per_session (no tool call is). A spent max_core_jobs only
+// refuses spawns; the edge goes on without cores.
+func (s *session) spent() *BudgetError {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.tokens >= int64(s.lim.TotalSessionTokens):
+		return &BudgetError{BudgetSessionTokens, int64(s.lim.TotalSessionTokens)}
+	case s.tools >= int64(s.lim.MaxToolCallsPerSession):
+		return &BudgetError{BudgetSessionTools, int64(s.lim.MaxToolCallsPerSession)}
+	}
 	return nil
 }
 

@@ -9,7 +9,8 @@ import (
 )
 
 // Past a session budget the new spawn, tool call or model call is refused
-// with the budget named; the lane stays usable.
+// with the budget named; a spent max_core_jobs leaves the lane usable, the
+// others end the session after the turn.
 func TestSessionBudgets(t *testing.T) {
 	t.Run("max_core_jobs", func(t *testing.T) {
 		e, s := coreEnv(t, envOptions{budgets: config.Budgets{MaxCoreJobs: 1}})
@@ -29,6 +30,11 @@ func TestSessionBudgets(t *testing.T) {
 		}
 		if js := e.lane.Jobs(); len(js) != 1 {
 			t.Errorf("Jobs = %+v", js)
+		}
+		// A spent max_core_jobs only refuses spawns: the session goes on.
+		s.on("edge", say("Still here."))
+		if got := e.handle("still there?"); got != "Still here." {
+			t.Errorf("reply after max_core_jobs was spent = %q", got)
 		}
 	})
 	t.Run("max_tool_calls_per_session", func(t *testing.T) {
@@ -62,7 +68,8 @@ func TestSessionBudgets(t *testing.T) {
 		if rep.job != "a" || rep.kind != ReportTerminated || !strings.Contains(rep.text, "total_session_tokens") {
 			t.Errorf("report = %+v", rep)
 		}
-		e.idle()
+		// The session ends (TestSpentSessionBudgetEndsTheSession).
+		e.waitRun()
 		e.noLocks()
 	})
 }

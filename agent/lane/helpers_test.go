@@ -87,6 +87,8 @@ type envOptions struct {
 	compactor ModelClient // nil: compaction calls fail (prompts stay deterministic)
 	coreModel ModelClient // nil: the edge's model
 	coreSet   func() Settings
+	// endSession receives Config.EndSession's reason; nil: not set.
+	endSession func(reason string)
 }
 
 // failing is a model that refuses every call.
@@ -158,6 +160,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		MaxSteps:                   o.steps,
 		Budgets:                    o.budgets,
 		CompactionThresholdPercent: o.percent,
+		EndSession:                 o.endSession,
 		Notify: func(msg string) {
 			e.mu.Lock()
 			e.notify = append(e.notify, msg)

@@ -114,6 +114,11 @@ type Config struct {
 	// Notify tells the user something while the lanes work: the model is
 	// rate-limited, working memory was compacted (DMSend notice).
 	Notify func(msg string)
+	// EndSession ends the session (TERMINATE_SELF with reason, after a
+	// final heartbeat): the edge calls it once a session budget is spent
+	// (design §7.6), after telling the user through Notify. nil ends only
+	// the lanes.
+	EndSession func(reason string)
 	// Log receives the lane's records; nil discards them.
 	Log *slog.Logger
 }
@@ -252,16 +257,25 @@ func (l *Lane) Run(ctx context.Context) error {
 	go func() { defer close(relayed); l.events.serve(l.relay) }()
 
 	var fatal error
-	for fatal == nil {
+	var spent *BudgetError
+	for fatal == nil && spent == nil {
 		it, ok := l.next(ctx)
 		if !ok {
 			break
 		}
-		fatal = l.cycle(ctx, it)
+		if fatal = l.cycle(ctx, it); fatal == nil {
+			spent = l.session.spent()
+		}
 	}
 	cause := errSessionStopped
-	if fatal != nil {
+	switch {
+	case fatal != nil:
 		cause = fmt.Errorf("%w: %v", errEdgeFailed, fatal)
+	case spent != nil:
+		cause = spent
+		if l.cfg.Notify != nil {
+			l.cfg.Notify(sessionSpent(spent))
+		}
 	}
 	l.mu.Lock()
 	l.closing = true // every wg.Add happened before this
@@ -277,9 +291,21 @@ func (l *Lane) Run(ctx context.Context) error {
 	l.queue = nil
 	l.mu.Unlock()
 	for _, it := range pending {
-		if it.reply != nil {
+		switch {
+		case it.reply != nil:
 			close(it.reply)
+		case spent != nil && l.cfg.Reply != nil:
+			l.cfg.Reply(Reply{ReplyTo: it.msg.ID, Error: true, Text: "Not answered. " + sessionSpent(spent)})
 		}
+	}
+	if spent != nil {
+		l.sm.to(EdgeTerminated, "BudgetExceeded")
+		l.cfg.Arbiter.Record(context.WithoutCancel(ctx), lock.Edge, arbiter.Cancelled, cancelledPayload{Reason: spent.Error()})
+		l.cfg.Log.Warn("session budget spent: ending the session", "budget", spent.Budget, "limit", spent.Limit)
+		if l.cfg.EndSession != nil {
+			l.cfg.EndSession("session budget spent: " + spent.Error())
+		}
+		return nil
 	}
 	l.sm.to(EdgeTerminated, "Cancel")
 	l.cfg.Arbiter.Record(context.WithoutCancel(ctx), lock.Edge, arbiter.Cancelled, cancelledPayload{Reason: "the session stopped"})
@@ -287,6 +313,13 @@ func (l *Lane) Run(ctx context.Context) error {
 		return fatal
 	}
 	return nil
+}
+
+// sessionSpent tells the user that a session budget is spent and the
+// session ends (design §7.6), and how to go on.
+func sessionSpent(b *BudgetError) string {
+	return fmt.Sprintf("This session's %s budget (%d) is spent, and budgets are never reset during a session, so the session ends now. "+
+		"Start a new session to go on: /start, or `choirctl agent start <agent>`.", b.Budget, b.Limit)
 }
 
 var (

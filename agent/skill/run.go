@@ -13,6 +13,9 @@ import (
 // before the skill fails (design §10.2: "default: 2 retries").
 const DefaultRetryBudget = 2
 
+// MaxRetryBudget bounds SetRetryBudget (and a restored snapshot's budget).
+const MaxRetryBudget = 100
+
 // Status is where a run stands.
 type Status string
 
@@ -35,6 +38,7 @@ type Run struct {
 	reason  string
 	steps   int
 	retries int // consecutive rejected proposals
+	budget  int // rejections in a row tolerated (SetRetryBudget)
 	input   json.RawMessage
 	context json.RawMessage
 	result  json.RawMessage
@@ -71,7 +75,7 @@ func newRun(spec *Spec) (*Run, error) {
 	if err := Validate(spec, nil); err != nil {
 		return nil, fmt.Errorf("skill %q is not a valid machine:\n%w", spec.Name, err)
 	}
-	r := &Run{spec: spec, status: StatusRunning}
+	r := &Run{spec: spec, status: StatusRunning, budget: DefaultRetryBudget}
 	if len(spec.OutputSchema) > 0 {
 		out, err := jsonschema.Compile(spec.OutputSchema)
 		if err != nil {
@@ -90,6 +94,20 @@ func (r *Run) enter(state string) {
 	if r.spec.States[state].Terminal && r.output == nil {
 		r.status = StatusDone
 	}
+}
+
+// SetRetryBudget sets how many invalid proposals in a row the run
+// tolerates before it fails (per_step_skill_retries); 0 fails it at the
+// first. A negative n is ignored, one above MaxRetryBudget is taken as
+// MaxRetryBudget. The budget applies from the next rejection on.
+func (r *Run) SetRetryBudget(n int) {
+	if n < 0 {
+		return
+	}
+	n = min(n, MaxRetryBudget)
+	r.mu.Lock()
+	r.budget = n
+	r.mu.Unlock()
 }
 
 // Skill returns the skill's name.
@@ -323,11 +341,11 @@ func (r *Run) violate(kind Kind, msg string) *Violation {
 		State:            r.state,
 		AllowedTools:     r.allowedTools(),
 		ValidTransitions: r.transitions(),
-		RetriesLeft:      max(DefaultRetryBudget-r.retries, 0),
+		RetriesLeft:      max(r.budget-r.retries, 0),
 	}
-	if r.retries > DefaultRetryBudget {
+	if r.retries > r.budget {
 		r.status = StatusFailed
-		r.reason = fmt.Sprintf("retry budget of %d exhausted in state %q: %s", DefaultRetryBudget, r.state, msg)
+		r.reason = fmt.Sprintf("retry budget of %d exhausted in state %q: %s", r.budget, r.state, msg)
 		v.SkillFailed = true
 	}
 	return v

@@ -9,31 +9,40 @@ import (
 // §13.4): enough to resume the run after a crash at the last
 // host-acknowledged revision.
 type Snapshot struct {
-	Skill   string          `json:"skill"`
-	State   string          `json:"state"`
-	Status  Status          `json:"status"`
-	Reason  string          `json:"reason,omitempty"`
-	Steps   int             `json:"steps"`
-	Retries int             `json:"retries"`
-	Input   json.RawMessage `json:"input,omitempty"`
-	Context json.RawMessage `json:"context,omitempty"`
-	Output  json.RawMessage `json:"output,omitempty"`
+	Skill   string `json:"skill"`
+	State   string `json:"state"`
+	Status  Status `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Steps   int    `json:"steps"`
+	Retries int    `json:"retries"`
+	// RetryBudget is the run's budget (SetRetryBudget); absent means
+	// DefaultRetryBudget.
+	RetryBudget *int            `json:"retry_budget,omitempty"`
+	Input       json.RawMessage `json:"input,omitempty"`
+	Context     json.RawMessage `json:"context,omitempty"`
+	Output      json.RawMessage `json:"output,omitempty"`
 }
 
 // Snapshot captures the run.
 func (r *Run) Snapshot() Snapshot {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var budget *int // the default's is left out
+	if r.budget != DefaultRetryBudget {
+		b := r.budget
+		budget = &b
+	}
 	return Snapshot{
-		Skill:   r.spec.Name,
-		State:   r.state,
-		Status:  r.status,
-		Reason:  r.reason,
-		Steps:   r.steps,
-		Retries: r.retries,
-		Input:   clone(r.input),
-		Context: clone(r.context),
-		Output:  clone(r.result),
+		Skill:       r.spec.Name,
+		State:       r.state,
+		Status:      r.status,
+		Reason:      r.reason,
+		Steps:       r.steps,
+		Retries:     r.retries,
+		RetryBudget: budget,
+		Input:       clone(r.input),
+		Context:     clone(r.context),
+		Output:      clone(r.result),
 	}
 }
 
@@ -72,8 +81,14 @@ func Restore(spec *Spec, s Snapshot) (*Run, error) {
 	if s.Steps < 0 || s.Steps > spec.MaxSteps {
 		return nil, fail("steps %d outside 0..max_steps %d", s.Steps, spec.MaxSteps)
 	}
-	if s.Retries < 0 || s.Retries > DefaultRetryBudget+1 {
-		return nil, fail("retries %d outside 0..%d", s.Retries, DefaultRetryBudget+1)
+	if s.RetryBudget != nil {
+		if *s.RetryBudget < 0 || *s.RetryBudget > MaxRetryBudget {
+			return nil, fail("retry_budget %d outside 0..%d", *s.RetryBudget, MaxRetryBudget)
+		}
+		r.budget = *s.RetryBudget
+	}
+	if s.Retries < 0 || s.Retries > r.budget+1 {
+		return nil, fail("retries %d outside 0..%d", s.Retries, r.budget+1)
 	}
 	for _, raw := range []struct {
 		field string

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Call is a validated call, ready to run once the arbiter holds Locks.
@@ -30,7 +31,29 @@ type Invocation struct {
 	Secrets SecretFunc
 }
 
-// Run executes the call under the tool's timeout and always returns a
+type timeoutCapKey struct{}
+
+// WithTimeoutCap returns a context under which no call runs longer than d,
+// whatever its tool's own timeout (the session's tool_call_timeout_ms: the
+// lane proposes every call under it, and the arbiter runs the call with
+// the proposal's context). d <= 0 leaves the tools' timeouts alone.
+func WithTimeoutCap(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, timeoutCapKey{}, d)
+}
+
+// timeout is the call's limit: the tool's, capped by ctx's WithTimeoutCap.
+func timeout(ctx context.Context, own time.Duration) time.Duration {
+	if limit, ok := ctx.Value(timeoutCapKey{}).(time.Duration); ok && (own <= 0 || limit < own) {
+		return limit
+	}
+	return own
+}
+
+// Run executes the call under the tool's timeout (at most ctx's
+// WithTimeoutCap) and always returns a
 // result: a Go error, a timeout, a cancellation or a panic in the tool
 // becomes a structured error result. A secret resource the tool names that
 // cannot be resolved fails the call with secret_unavailable before the tool
@@ -54,9 +77,10 @@ func (c *Call) Run(ctx context.Context, inv Invocation) (res Result) {
 		}
 		env.Secrets[kind] = v
 	}
-	if rt.Timeout > 0 {
+	limit := timeout(ctx, rt.Timeout)
+	if limit > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, rt.Timeout)
+		ctx, cancel = context.WithTimeout(ctx, limit)
 		defer cancel()
 	}
 	defer func() {
@@ -70,7 +94,7 @@ func (c *Call) Run(ctx context.Context, inv Invocation) (res Result) {
 		switch {
 		case errors.As(err, &te):
 		case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
-			te = Errorf(CodeTimeout, "%s did not finish within %v and was stopped", c.Tool.Name(), rt.Timeout)
+			te = Errorf(CodeTimeout, "%s did not finish within %v and was stopped", c.Tool.Name(), limit)
 		case errors.Is(err, context.Canceled) || ctx.Err() != nil:
 			te = Errorf(CodeCancelled, "%s was cancelled", c.Tool.Name())
 		default:
