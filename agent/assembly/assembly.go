@@ -130,9 +130,14 @@ func (rt *Runtime) open(ctx context.Context) error {
 	dyn := rt.dynamic()
 	ln, err := lane.New(lane.Config{
 		SessionID: rt.sess.ID().SessionID,
-		Model:     modelClient{rt},
-		Settings:  rt.settings,
-		Arbiter:   arb, Tools: tools, Skills: skills, Identity: id,
+		Model:     modelClient{rt, edgeModel},
+		Settings:  func() lane.Settings { return rt.settings(edgeModel) },
+		// The core jobs' own model (§7.1, §21.2), chosen per call too.
+		CoreModel:    modelClient{rt, coreModel},
+		CoreSettings: func() lane.Settings { return rt.settings(coreModel) },
+		// A spent session budget ends the session (§7.6).
+		EndSession: rt.sess.End,
+		Arbiter:    arb, Tools: tools, Skills: skills, Identity: id,
 		EventWindow: dyn.Tunables.EventWindow, CompactionThresholdPercent: dyn.Tunables.CompactionThresholdPercent,
 		Budgets: dyn.Tunables.Budgets,
 		Reply:   rt.reply, Report: rt.report, Notify: rt.notify,
@@ -343,10 +348,23 @@ func (rt *Runtime) dynamic() config.Dynamic {
 	return d
 }
 
-// settings snapshots the model settings at the start of each call.
-func (rt *Runtime) settings() lane.Settings {
+// edgeModel and coreModel name a lane's model in the config choird sent:
+// the edge's is the session's llm (model set changes it); the core jobs'
+// is the agent's core_llm, or the edge's when it has none.
+func edgeModel(d config.Dynamic) string { return d.LLM }
+
+func coreModel(d config.Dynamic) string {
+	if d.CoreLLM != "" {
+		return d.CoreLLM
+	}
+	return d.LLM
+}
+
+// settings snapshots the settings of a lane's model at the start of each
+// call.
+func (rt *Runtime) settings(pick func(config.Dynamic) string) lane.Settings {
 	d := rt.dynamic()
-	m := d.Models[d.LLM]
+	m := d.Models[pick(d)]
 	s := lane.Settings{
 		Model:         m.Model,
 		RateLimitWait: time.Duration(d.Tunables.RateLimitRetryMS) * time.Millisecond,
@@ -362,19 +380,20 @@ func (rt *Runtime) settings() lane.Settings {
 	return s
 }
 
-// client returns the OpenAI-compatible client of the current model: its
-// endpoint and key can change with a config version or a model set.
-func (rt *Runtime) client() (*openai.Client, error) {
+// client returns the OpenAI-compatible client of a lane's current model:
+// its endpoint and key can change with a config version or a model set.
+func (rt *Runtime) client(pick func(config.Dynamic) string) (*openai.Client, error) {
 	d := rt.dynamic()
-	m, ok := d.Models[d.LLM]
+	name := pick(d)
+	m, ok := d.Models[name]
 	if !ok {
-		return nil, fmt.Errorf("the model %q is not in the config choird sent", d.LLM)
+		return nil, fmt.Errorf("the model %q is not in the config choird sent", name)
 	}
 	key := ""
 	if m.Secret != "" {
 		var ok bool
 		if key, ok = rt.sess.Secrets.Get(m.Secret); !ok {
-			return nil, fmt.Errorf("the key of model %q (secret %s) has not been granted", d.LLM, m.Secret)
+			return nil, fmt.Errorf("the key of model %q (secret %s) has not been granted", name, m.Secret)
 		}
 	}
 	cacheKey := m.Endpoint + "\x00" + key
@@ -391,11 +410,14 @@ func (rt *Runtime) client() (*openai.Client, error) {
 	return c, nil
 }
 
-// modelClient picks the current model's client at every call.
-type modelClient struct{ rt *Runtime }
+// modelClient picks a lane's current model's client at every call.
+type modelClient struct {
+	rt   *Runtime
+	pick func(config.Dynamic) string
+}
 
 func (m modelClient) Chat(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
-	c, err := m.rt.client()
+	c, err := m.rt.client(m.pick)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +425,7 @@ func (m modelClient) Chat(ctx context.Context, req openai.ChatRequest) (*openai.
 }
 
 func (m modelClient) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, rl openai.RateLimitRetry) (*openai.ChatResponse, error) {
-	c, err := m.rt.client()
+	c, err := m.rt.client(m.pick)
 	if err != nil {
 		return nil, err
 	}

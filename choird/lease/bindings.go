@@ -34,6 +34,7 @@ func Resolve(c *config.Config, agent string, o Overrides) (rpc.ResourceBindings,
 	b := rpc.ResourceBindings{
 		Workspace:    pick(o.Workspace, d.Workspace),
 		LLM:          pick(o.LLM, d.LLM),
+		CoreLLM:      d.CoreLLM,
 		VoiceProfile: pick(o.VoiceProfile, d.VoiceProfile),
 		GitIdentity:  pick(o.GitIdentity, d.GitIdentity),
 		Notion:       pick(o.Notion, d.Notion),
@@ -53,6 +54,8 @@ func Resolve(c *config.Config, agent string, o Overrides) (rpc.ResourceBindings,
 	check("workspace", b.Workspace, ws, true)
 	_, llm := c.Models[b.LLM]
 	check("llm", b.LLM, llm, true)
+	_, core := c.Models[b.CoreLLM]
+	check("core-llm", b.CoreLLM, core, false)
 	_, vp := c.VoiceProfiles[b.VoiceProfile]
 	check("voice-profile", b.VoiceProfile, vp, false)
 	_, gi := c.GitIdentities[b.GitIdentity]

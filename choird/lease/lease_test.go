@@ -113,4 +113,12 @@ func TestResolve(t *testing.T) {
 	if _, _, err := Resolve(c, "ghost", Overrides{}); err == nil || !strings.Contains(err.Error(), `no agent named "ghost"`) {
 		t.Errorf("Resolve(ghost) = %v", err)
 	}
+	// The core jobs' model is bound from the agent's defaults, and leases
+	// nothing (models are shared).
+	a := c.Agents["agent-1"]
+	a.Defaults.CoreLLM = "o3"
+	c.Agents["agent-1"] = a
+	if b, _, err := Resolve(c, "agent-1", Overrides{LLM: "gpt4o"}); err != nil || b.LLM != "gpt4o" || b.CoreLLM != "o3" {
+		t.Errorf("Resolve with core_llm o3 = %+v, %v; want llm gpt4o, core_llm o3", b, err)
+	}
 }

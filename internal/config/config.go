@@ -184,8 +184,11 @@ type Agent struct {
 // overrides (§6.4). Workspace, LLM, git identity and DM are required; the
 // others may be empty.
 type AgentDefaults struct {
-	Workspace    string `json:"workspace"`
-	LLM          string `json:"llm"`
+	Workspace string `json:"workspace"`
+	LLM       string `json:"llm"`
+	// CoreLLM is the model of the core jobs (design §7.1: the flagship);
+	// empty means they use LLM, the edge's, whatever it is at each call.
+	CoreLLM      string `json:"core_llm,omitempty"`
 	VoiceProfile string `json:"voice_profile"`
 	GitIdentity  string `json:"git_identity"`
 	Notion       string `json:"notion"`

@@ -142,6 +142,10 @@ func TestBrokenConfigs(t *testing.T) {
 		{"global repo missing with agents", func(m map[string]any) { delete(m, "global_repo") }, "global_repo.url", "required once agents are defined"},
 		{"budget zero", func(m map[string]any) { m["budgets"] = map[string]any{"max_core_jobs": 0} }, "budgets.max_core_jobs", "want at least 1"},
 		{"tts provider", func(m map[string]any) { obj(m, "tts", "eleven")["provider"] = "polly" }, "tts.eleven.provider", `only "elevenlabs"`},
+		{"agent core llm unknown", func(m map[string]any) { obj(m, "agents", "agent-1", "defaults")["core_llm"] = "gpt5" }, "agents.agent-1.defaults.core_llm", `no model named "gpt5"`},
+		{"mid_term_sessions not built", func(m map[string]any) { m["mid_term_sessions"] = 5 }, "mid_term_sessions", "not supported yet: mid-term memory (memory tiers 2-4) is not built, so this setting would do nothing; remove it (the default is 10)"},
+		{"skill retries beyond the engine's bound", func(m map[string]any) { m["budgets"] = map[string]any{"per_step_skill_retries": 101} }, "budgets.per_step_skill_retries", "want at most 100"},
+		{"skill retries negative", func(m map[string]any) { m["budgets"] = map[string]any{"per_step_skill_retries": -1} }, "budgets.per_step_skill_retries", "want at least 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

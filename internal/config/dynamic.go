@@ -5,8 +5,11 @@ package config
 // providers, and the tunables. It never holds a secret value (only names);
 // the agent swaps the whole of it at once.
 type Dynamic struct {
-	Version       int64                   `json:"version"`
-	LLM           string                  `json:"llm"`           // the model the agent uses now
+	Version int64  `json:"version"`
+	LLM     string `json:"llm"` // the model the agent uses now
+	// CoreLLM is the core jobs' model (agents.<id>.defaults.core_llm);
+	// empty means LLM.
+	CoreLLM       string                  `json:"core_llm,omitempty"`
 	VoiceProfile  string                  `json:"voice_profile"` // the voice it uses now, if any
 	Models        map[string]Model        `json:"models"`
 	TTS           map[string]TTS          `json:"tts"`
@@ -22,12 +25,13 @@ type Dynamic struct {
 	Email       *EmailAccount `json:"email,omitempty"`
 }
 
-// DynamicFor assembles what an agent running with the given model and voice,
-// and bound to the given git identity, Notion integration and email account
-// (any may be ""), receives at config version v.
-func (c *Config) DynamicFor(v int64, llm, voice, gitIdentity, notion, email string) Dynamic {
+// DynamicFor assembles what an agent running with the given model (and
+// core model) and voice, and bound to the given git identity, Notion
+// integration and email account (any may be ""), receives at config
+// version v.
+func (c *Config) DynamicFor(v int64, llm, coreLLM, voice, gitIdentity, notion, email string) Dynamic {
 	d := Dynamic{
-		Version: v, LLM: llm, VoiceProfile: voice,
+		Version: v, LLM: llm, CoreLLM: coreLLM, VoiceProfile: voice,
 		Models: c.Models, TTS: c.TTS, VoiceProfiles: c.VoiceProfiles, Search: c.Search,
 		Tunables: c.Tunables,
 	}
@@ -44,10 +48,11 @@ func (c *Config) DynamicFor(v int64, llm, voice, gitIdentity, notion, email stri
 }
 
 // BoundSecrets names the secrets an agent with these bindings may hold
-// (§14.3): its model's key, its voice's TTS key, its git identity's, Notion
-// and email credentials, and the search providers' keys. Gateway tokens,
-// the Postgres credentials and the embedding key stay in choird.
-func (c *Config) BoundSecrets(llm, voice, gitIdentity, notion, email string) []string {
+// (§14.3): its models' keys (the edge's and the core jobs'), its voice's
+// TTS key, its git identity's, Notion and email credentials, and the
+// search providers' keys. Gateway tokens, the Postgres credentials and the
+// embedding key stay in choird.
+func (c *Config) BoundSecrets(llm, coreLLM, voice, gitIdentity, notion, email string) []string {
 	set := map[string]bool{}
 	add := func(name string) {
 		if name != "" {
@@ -55,6 +60,7 @@ func (c *Config) BoundSecrets(llm, voice, gitIdentity, notion, email string) []s
 		}
 	}
 	add(c.Models[llm].Secret)
+	add(c.Models[coreLLM].Secret)
 	if vp, ok := c.VoiceProfiles[voice]; ok {
 		add(c.TTS[vp.TTS].Secret)
 	}

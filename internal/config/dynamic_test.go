@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,7 +16,7 @@ func TestDynamicForCarriesOnlyTheBoundResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := c.DynamicFor(3, "sonnet", "", "dev-identity", "personal-wiki", "")
+	d := c.DynamicFor(3, "sonnet", "", "", "dev-identity", "personal-wiki", "")
 	if d.GitIdentity == nil || d.GitIdentity.Secret != "git-dev-token" || d.GitIdentity.Email != "dev@choir.local" {
 		t.Errorf("DynamicFor(dev-identity).GitIdentity = %+v; want dev-identity's entry", d.GitIdentity)
 	}
@@ -38,5 +39,27 @@ func TestDynamicForCarriesOnlyTheBoundResources(t *testing.T) {
 		if len(v) >= 4 && strings.Contains(string(raw), v) {
 			t.Errorf("the dynamic config holds the value of secret %s", name)
 		}
+	}
+}
+
+// The core jobs' model (defaults.core_llm) travels in the dynamic config,
+// and its key is granted with the edge's; without one, only the edge's is.
+func TestCoreModelIsBound(t *testing.T) {
+	data, _ := readExample(t)
+	c, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Models["flagship"] = Model{Provider: "p", Model: "big", Endpoint: "https://x.example/v1", Secret: "flagship-key"}
+	if d := c.DynamicFor(3, "sonnet", "flagship", "", "", "", ""); d.LLM != "sonnet" || d.CoreLLM != "flagship" {
+		t.Errorf("DynamicFor(sonnet, flagship) = llm %q, core_llm %q", d.LLM, d.CoreLLM)
+	}
+	with := c.BoundSecrets("sonnet", "flagship", "", "", "", "")
+	without := c.BoundSecrets("sonnet", "", "", "", "", "")
+	if !slices.Contains(with, "flagship-key") || !slices.Contains(with, "openrouter-key") {
+		t.Errorf("BoundSecrets with a core model = %v; want both models' keys", with)
+	}
+	if slices.Contains(without, "flagship-key") {
+		t.Errorf("BoundSecrets without a core model = %v; want no flagship-key", without)
 	}
 }

@@ -352,6 +352,7 @@ func (v *validator) agents() {
 		d := a.Defaults
 		v.ref(p+".workspace", d.Workspace, "workspace", ws, true)
 		v.ref(p+".llm", d.LLM, "model", models, true)
+		v.ref(p+".core_llm", d.CoreLLM, "model", models, false)
 		v.ref(p+".voice_profile", d.VoiceProfile, "voice profile", voices, false)
 		v.ref(p+".git_identity", d.GitIdentity, "git identity", ids, true)
 		v.ref(p+".notion", d.Notion, "notion integration", notion, false)
@@ -370,7 +371,10 @@ func (v *validator) tunables() {
 	v.atLeast("rate_limit_retry_ms", t.RateLimitRetryMS, 0, " ms")
 	v.atLeast("log_archive_threshold_lines", t.LogArchiveThresholdLines, 100, " lines")
 	v.atLeast("approval_timeout_ms", t.ApprovalTimeoutMS, 1000, " ms")
-	v.atLeast("mid_term_sessions", t.MidTermSessions, 1, " session")
+	if def := DefaultTunables().MidTermSessions; t.MidTermSessions != def {
+		v.add("mid_term_sessions", strconv.Itoa(t.MidTermSessions),
+			"not supported yet: mid-term memory (memory tiers 2-4) is not built, so this setting would do nothing; remove it (the default is %d)", def)
+	}
 	v.atLeast("event_window", t.EventWindow, 1, " event")
 	v.atLeast("session_summary_timeout_ms", t.SessionSummaryTimeoutMS, 1000, " ms")
 	if t.CompactionThresholdPercent < 1 || t.CompactionThresholdPercent > 100 {
@@ -399,6 +403,10 @@ func (v *validator) tunables() {
 		{"llm_call_timeout_ms", b.LLMCallTimeoutMS, 100},
 	} {
 		v.atLeast("budgets."+f.name, f.val, f.min, "")
+	}
+	// agent/skill's MaxRetryBudget.
+	if b.PerStepSkillRetries > 100 {
+		v.add("budgets.per_step_skill_retries", strconv.Itoa(b.PerStepSkillRetries), "want at most 100 invalid proposals in a row")
 	}
 }
 
