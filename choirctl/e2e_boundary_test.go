@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,10 +43,24 @@ const (
 // MS milliseconds instead of 30 s) with a choir.exec call and the tool's
 // result with "result: <the result as the model saw it>"; everything else
 // (compaction, plain messages) goes to the offline demo model.
-type shellModel struct{ demo demomodel.Server }
+type shellModel struct {
+	demo demomodel.Server
+	mu   sync.Mutex
+	seen [][]byte // every request body, in order
+}
+
+// requests returns every request body received so far.
+func (m *shellModel) requests() [][]byte {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.seen)
+}
 
 func (m *shellModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+	m.mu.Lock()
+	m.seen = append(m.seen, body)
+	m.mu.Unlock()
 	var req struct {
 		Model    string `json:"model"`
 		Messages []struct {
@@ -109,6 +126,7 @@ type boundaryRig struct {
 	dc        *docker.Client
 	d         *daemon
 	workspace map[string]string // by agent
+	model     *shellModel
 }
 
 func newBoundaryRig(t *testing.T) *boundaryRig {
@@ -124,7 +142,8 @@ func newBoundaryRig(t *testing.T) *boundaryRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &http.Server{Handler: &shellModel{}}
+	rig.model = &shellModel{}
+	model := &http.Server{Handler: rig.model}
 	go model.Serve(l)
 	t.Cleanup(func() { model.Close() })
 
@@ -302,6 +321,32 @@ echo "== done"`)
 	}
 	rig.alive(t, "agent-1", "the search for secrets")
 
+	// A secret a tool prints (here: one the user left in a file) reaches
+	// neither the model, nor the reply, nor Postgres, nor any log: each
+	// shows the marker instead.
+	os.WriteFile(filepath.Join(rig.workspace["agent-1"], "note.txt"), []byte("the key is "+boundaryLLMKey+"\n"), 0o644)
+	reply := rig.say(t, "agent-1", "$ cat note.txt; echo; echo "+boundaryGitKey[:10]+"'"+boundaryGitKey[10:]+"'")
+	if !strings.Contains(reply, "[secret:llm-key]") || !strings.Contains(reply, "[secret:git-token]") {
+		t.Errorf("the reply to a command printing two secrets lacks their markers: %s", firstLines(reply, 3))
+	}
+	sessionID := envOf(c)["CHOIR_SESSION_ID"]
+	waitFor(t, "the turn's events in Postgres", func() bool {
+		out, _, _ := ctlRun(t, rig.home, "", "session", "events", sessionID)
+		return strings.Contains(out, "[secret:llm-key]")
+	})
+	events, _, _ := ctlRun(t, rig.home, "", "session", "events", sessionID)
+	places := map[string]string{"the reply": reply, "session events": events, "logs": logsText(t, filepath.Join(rig.home, "logs")), "choird's stderr": rig.d.stderr.String()}
+	for i, body := range rig.model.requests() {
+		places[fmt.Sprintf("model request %d", i+1)] = string(body)
+	}
+	for where, text := range places {
+		for _, secret := range []string{boundaryLLMKey, boundaryGitKey, token} {
+			if strings.Contains(text, secret) {
+				t.Errorf("%s holds a secret (%s…)", where, secret[:8])
+			}
+		}
+	}
+
 	// The socket alone opens nothing: every verb without the token is 401.
 	ctx := context.Background()
 	for _, verb := range rpc.Verbs {
@@ -355,6 +400,29 @@ func assertProfile(t *testing.T, c docker.Container, workspace, sockDir string) 
 	if got := strings.Join(c.HostConfig.CapAdd, ","); got != "CAP_SETUID,CAP_SETGID,CAP_KILL" || c.Config.User != "0:0" {
 		t.Errorf("capabilities added %q, user %q; want only SETUID, SETGID, KILL for root", got, c.Config.User)
 	}
+}
+
+// logsText is every log under dir, archives (gzip) included.
+func logsText(t *testing.T, dir string) string {
+	t.Helper()
+	var all strings.Builder
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err != nil || fi.IsDir() {
+			return err
+		}
+		data, _ := os.ReadFile(p)
+		if strings.HasSuffix(p, ".gz") {
+			zr, err := gzip.NewReader(bytes.NewReader(data))
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+				return nil
+			}
+			data, _ = io.ReadAll(zr)
+		}
+		all.Write(data)
+		return nil
+	})
+	return all.String()
 }
 
 func unixClient(sock string) *http.Client {
