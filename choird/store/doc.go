@@ -20,7 +20,8 @@
 //	  leases             (resource_kind, resource_name) PK, session_id -> sessions:
 //	                     exclusive resources of active sessions (spec 6.4)
 //	  session_events     id, session_id, rev > 0, event_type, lane edge|core|NULL,
-//	                     hash, payload jsonb, created_at; unique (session_id, rev)
+//	                     hash, payload jsonb, event_time, created_at;
+//	                     unique (session_id, rev); one verified hash chain per session
 //	  session_snapshots  (session_id, rev) PK, snapshot jsonb, created_at
 //	  pending_approvals  id (uuid text) PK, session_id, agent_id, request_type,
 //	                     summary, payload jsonb, status pending|approved|rejected,
@@ -68,9 +69,14 @@
 //
 // Every operation holds at most one pooled connection at a time, so a pool
 // of one works (tests run that way). Session starts lease their exclusive
-// resources atomically and ending a session releases them. Event appends
-// are idempotent: a resent revision with the same hash is skipped, a gap
-// (ErrRevGap) or a different hash (ErrRevFork) refuses the whole batch, and
-// an ended session takes no events. Approvals are decided once
+// resources atomically and ending a session releases them. Replication
+// (Replicate) is verified and idempotent: a resent revision with the same
+// hash is skipped; new events must continue the stored chain (the next
+// revision, each hash recomputed with internal/chain from the stored head);
+// a gap (ErrRevGap), a different hash for a stored revision (ErrRevFork) or
+// a broken chain (ErrChainBroken) refuses the whole batch with a
+// *RefusedError naming the stored head, and nothing is stored; an ended
+// session takes no events. A heartbeat's snapshot is stored in the same
+// transaction under the revision it describes, once the log holds it. Approvals are decided once
 // (ErrAlreadyResolved).
 package store

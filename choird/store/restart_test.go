@@ -100,7 +100,7 @@ func TestRestartAfterKill(t *testing.T) {
 				t.Fatalf("AppendEvents(live, 3-4) = %d, %v; want 4", acked, err)
 			}
 			got, err := s.EventsAfter(ctx, "live", 2)
-			if err != nil || len(got) != 2 || got[0].Hash != "h3" || got[0].Type != "TOOL_CALL_COMMITTED" {
+			if want := events(3, 3)[0]; err != nil || len(got) != 2 || got[0].Hash != want.Hash || got[0].Type != want.Type {
 				t.Errorf("EventsAfter(live, 2) = %+v, %v; want the new events 3 and 4", got, err)
 			}
 		})

@@ -59,8 +59,11 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.leases (
 CREATE INDEX IF NOT EXISTS leases_by_session ON {{.Control}}.leases (session_id);
 
 -- session_events: the append-only execution log, replicated by heartbeats.
--- Revisions start at 1 and have no gaps; hash is the agent's chain hash of
--- the event, which tells a resent event (same hash) from a fork.
+-- Revisions start at 1 and have no gaps; hash is the event's chain hash
+-- (internal/chain), verified from the previous row's before it is stored,
+-- so the rows of a session are one chain; payload is the canonical JSON
+-- the hash covers (it reads back from jsonb to the same canonical form)
+-- and event_time the agent's commit time, which the hash covers too.
 CREATE TABLE IF NOT EXISTS {{.Control}}.session_events (
     id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     session_id text NOT NULL REFERENCES {{.Control}}.sessions (session_id),
@@ -69,11 +72,16 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.session_events (
     lane       text CHECK (lane IN ('edge', 'core')),
     hash       text NOT NULL,
     payload    jsonb NOT NULL,
+    event_time timestamptz,
     created_at timestamptz NOT NULL DEFAULT now(),
     UNIQUE (session_id, rev)
 );
+-- Databases made before event_time existed.
+ALTER TABLE {{.Control}}.session_events ADD COLUMN IF NOT EXISTS event_time timestamptz;
 
--- session_snapshots: folded state at a revision, to bound replay.
+-- session_snapshots: the working memory (spec 13.4) at a revision the log
+-- holds, to bound replay: recovery reads the newest and the events after
+-- the oldest revision its lanes' windows hold.
 CREATE TABLE IF NOT EXISTS {{.Control}}.session_snapshots (
     session_id text NOT NULL REFERENCES {{.Control}}.sessions (session_id),
     rev        bigint NOT NULL CHECK (rev >= 0),

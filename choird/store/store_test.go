@@ -152,7 +152,7 @@ func everyOperation(ctx context.Context, s *Store, g int) error {
 	if err := step("CreateSession", err); err != nil {
 		return err
 	}
-	_, err = s.AppendEvents(ctx, id, []Event{{Rev: 1, Type: "T", Hash: "h1"}, {Rev: 2, Type: "T", Hash: "h2"}})
+	_, err = s.AppendEvents(ctx, id, events(1, 2)) // a chain as an agent makes it
 	for _, e := range []error{
 		step("AppendEvents", err),
 		step("Heartbeat", s.Heartbeat(ctx, id, at, 1)),
