@@ -236,6 +236,16 @@ func (a *Arbiter) Record(ctx context.Context, lane lock.Owner, typ string, paylo
 // order: what a heartbeat replicates after the last acknowledged revision.
 func (a *Arbiter) Events(afterRev int64) []rpc.Event { return a.log.since(afterRev) }
 
+// EventsAfter returns a copy of at most max committed events after rev
+// afterRev, in order: one heartbeat's worth of a backlog, without copying
+// the rest.
+func (a *Arbiter) EventsAfter(afterRev int64, max int) []rpc.Event {
+	if max < 0 {
+		max = 0
+	}
+	return a.log.sinceN(afterRev, max)
+}
+
 // Head returns the latest revision and its hash (0 and "" for an empty log).
 func (a *Arbiter) Head() (rev int64, hash string) { return a.log.head() }
 

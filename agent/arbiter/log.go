@@ -62,21 +62,30 @@ func (l *commitLog) at(rev int64) *rpc.Event {
 }
 
 // since returns a copy of the events after rev.
-func (l *commitLog) since(rev int64) []rpc.Event {
+func (l *commitLog) since(rev int64) []rpc.Event { return l.sinceN(rev, -1) }
+
+// sinceN returns a copy of at most max events after rev (every one for a
+// negative max).
+func (l *commitLog) sinceN(rev int64, max int) []rpc.Event {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if rev < 0 {
 		rev = 0
 	}
-	if rev >= l.n {
+	end := l.n
+	if max >= 0 && rev+int64(max) < end {
+		end = rev + int64(max)
+	}
+	if rev >= end {
 		return nil
 	}
-	out := make([]rpc.Event, 0, l.n-rev)
-	for i := rev; i < l.n; {
+	out := make([]rpc.Event, 0, end-rev)
+	for i := rev; i < end; {
 		c := l.chunks[i/chunkSize]
 		from := int(i % chunkSize)
-		out = append(out, c[from:]...)
-		i += int64(len(c) - from)
+		to := min(len(c), from+int(end-i))
+		out = append(out, c[from:to]...)
+		i += int64(to - from)
 	}
 	return out
 }

@@ -56,3 +56,38 @@ func TestLogWait(t *testing.T) {
 		t.Errorf("wait with a cancelled ctx = %v", err)
 	}
 }
+
+// TestEventsAfterBounded: EventsAfter returns at most max events after a
+// revision, across chunk boundaries, the same ones Events returns.
+func TestEventsAfterBounded(t *testing.T) {
+	var l commitLog
+	l.clock = func() time.Time { return time.Unix(0, 0) }
+	for range chunkSize + 10 {
+		l.append("edge", UserMsg, []byte(`{"text":"x"}`))
+	}
+	all := l.since(0)
+	for _, tc := range []struct {
+		after    int64
+		max      int
+		from, to int64 // expected revisions, to < from for none
+	}{
+		{0, 3, 1, 3}, {chunkSize - 2, 5, chunkSize - 1, chunkSize + 3}, {chunkSize + 8, 100, chunkSize + 9, chunkSize + 10},
+		{chunkSize + 10, 5, 1, 0}, {5, 0, 1, 0}, {-3, 2, 1, 2}, {0, -1, 1, chunkSize + 10},
+	} {
+		got := l.sinceN(tc.after, tc.max)
+		want := []int64{}
+		for r := tc.from; r <= tc.to; r++ {
+			want = append(want, r)
+		}
+		if len(got) != len(want) {
+			t.Errorf("sinceN(%d, %d) = %d events; want %d", tc.after, tc.max, len(got), len(want))
+			continue
+		}
+		for i, e := range got {
+			if e.Rev != want[i] || e.Hash != all[e.Rev-1].Hash {
+				t.Errorf("sinceN(%d, %d)[%d] = rev %d; want %d", tc.after, tc.max, i, e.Rev, want[i])
+				break
+			}
+		}
+	}
+}
