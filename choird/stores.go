@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"choir/choird/control"
@@ -16,10 +17,6 @@ import (
 type sessionStore struct{ s *store.Store }
 
 var _ lifecycle.Store = sessionStore{}
-
-func (a sessionStore) SaveSnapshot(ctx context.Context, sessionID string, rev int64, snapshot json.RawMessage) error {
-	return a.s.SaveSnapshot(ctx, sessionID, rev, snapshot)
-}
 
 func (a sessionStore) CreateSession(ctx context.Context, r lifecycle.SessionRecord) error {
 	bindings, err := json.Marshal(r.Bindings)
@@ -59,13 +56,22 @@ func (a sessionStore) Heartbeat(ctx context.Context, sessionID string, at time.T
 	return a.s.Heartbeat(ctx, sessionID, at, configVersion)
 }
 
-func (a sessionStore) AppendEvents(ctx context.Context, sessionID string, events []rpc.Event) error {
-	evs := make([]store.Event, len(events))
-	for i, e := range events {
-		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload}
+// Replicate stores a heartbeat's batch; the store's refusal becomes the
+// lifecycle's, naming the stored head.
+func (a sessionStore) Replicate(ctx context.Context, sessionID string, r lifecycle.Replication) (lifecycle.Replicated, error) {
+	evs := make([]store.Event, len(r.Events))
+	for i, e := range r.Events {
+		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
 	}
-	_, err := a.s.AppendEvents(ctx, sessionID, evs)
-	return err
+	got, err := a.s.Replicate(ctx, sessionID, store.Batch{Events: evs, Snapshot: r.Snapshot, SnapshotRev: r.SnapshotRev})
+	var refused *store.RefusedError
+	if errors.As(err, &refused) {
+		return lifecycle.Replicated{}, &lifecycle.ReplicationRefused{Head: rpc.ChainHead(refused.Head), Reason: refused.Error()}
+	}
+	if err != nil {
+		return lifecycle.Replicated{}, err
+	}
+	return lifecycle.Replicated{Head: rpc.ChainHead(got.Head), SnapshotRev: got.SnapshotRev}, nil
 }
 
 // sessionLog presents the store's sessions and events to the control plane.
@@ -93,7 +99,7 @@ func (a sessionLog) Events(ctx context.Context, sessionID string, after int64) (
 	}
 	out := make([]ctl.SessionEvent, len(evs))
 	for i, e := range evs {
-		out[i] = ctl.SessionEvent{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.CreatedAt}
+		out[i] = ctl.SessionEvent{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
 	}
 	return out, nil
 }

@@ -97,7 +97,9 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	return rpc.SecretResp{Secrets: out}, nil
 }
 
-// HandleHeartbeat records liveness and replicates committed events.
+// HandleHeartbeat records liveness (a refused heartbeat still shows the
+// agent alive) and replicates committed events and the snapshot (see
+// replicate): the answer acknowledges the revision choird holds.
 func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
 	r, err := m.caller(ctx)
 	if err != nil {
@@ -108,21 +110,15 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	r.lastHeartbeat = now
 	r.configVersion = req.ConfigVersion
 	r.mu.Unlock()
-	if len(req.Patches) > 0 {
-		if err := m.Store.AppendEvents(ctx, r.SessionID, req.Patches); err != nil {
-			return rpc.HeartbeatResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeConflict, "events not accepted: %v", err)
-		}
-	}
-	if len(req.Snapshot) > 0 {
-		if err := m.Store.SaveSnapshot(ctx, r.SessionID, req.NewRev, req.Snapshot); err != nil {
-			m.logf(r, "save snapshot failed", "rev", req.NewRev, "error", err.Error())
-		}
+	got, err := m.replicate(ctx, r, req)
+	if err != nil {
+		return rpc.HeartbeatResp{}, err
 	}
 	if err := m.Store.Heartbeat(ctx, r.SessionID, now, req.ConfigVersion); err != nil {
 		m.logf(r, "record heartbeat failed", "error", err.Error())
 	}
 	_, version := m.Config()
-	return rpc.HeartbeatResp{AckRev: req.NewRev, ConfigVersionLatest: version}, nil
+	return rpc.HeartbeatResp{AckRev: got.Head.Rev, AckHash: got.Head.Hash, SnapshotRev: max(got.SnapshotRev, 0), ConfigVersionLatest: version}, nil
 }
 
 // HandleStatus keeps each lane's last report for `agent status`: the edge

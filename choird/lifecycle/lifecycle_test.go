@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"choir/choird/lease"
+	"choir/internal/chain"
 	"choir/internal/config"
 	"choir/internal/docker"
 	"choir/internal/logs"
@@ -30,15 +32,16 @@ func TestMain(m *testing.M) {
 
 // memStore is an in-memory Store for tests of the lifecycle's own logic.
 type memStore struct {
-	mu       sync.Mutex
-	sessions map[string]SessionRecord
-	events   map[string][]rpc.Event
+	mu        sync.Mutex
+	sessions  map[string]SessionRecord
+	events    map[string][]rpc.Event
+	snapshots map[string]*storedSnapshot
 }
 
 var _ Store = (*memStore)(nil)
 
 func newMemStore() *memStore {
-	return &memStore{sessions: map[string]SessionRecord{}, events: map[string][]rpc.Event{}}
+	return &memStore{sessions: map[string]SessionRecord{}, events: map[string][]rpc.Event{}, snapshots: map[string]*storedSnapshot{}}
 }
 
 func (s *memStore) CreateSession(_ context.Context, r SessionRecord) error {
@@ -70,13 +73,59 @@ func (s *memStore) ActiveSessions(context.Context) ([]SessionRecord, error) {
 	return out, nil
 }
 func (s *memStore) Heartbeat(context.Context, string, time.Time, int64) error { return nil }
-func (s *memStore) AppendEvents(_ context.Context, id string, evs []rpc.Event) error {
+
+// Replicate keeps the store's rules (choird/store.Replicate): resent
+// events must match, new ones must continue the chain, else nothing is kept.
+func (s *memStore) Replicate(_ context.Context, id string, b Replication) (Replicated, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.events[id] = append(s.events[id], evs...)
-	return nil
+	log := s.events[id]
+	head := rpc.ChainHead{Rev: int64(len(log))}
+	if len(log) > 0 {
+		head.Hash = log[len(log)-1].Hash
+	}
+	refuse := func(why string) (Replicated, error) {
+		return Replicated{}, &ReplicationRefused{Head: head, Reason: why}
+	}
+	var fresh []rpc.Event
+	for _, e := range b.Events {
+		switch {
+		case e.Rev <= head.Rev && log[e.Rev-1].Hash != e.Hash:
+			return refuse(fmt.Sprintf("revision %d is stored with another hash", e.Rev))
+		case e.Rev > head.Rev:
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) > 0 && fresh[0].Rev != head.Rev+1 {
+		return refuse(fmt.Sprintf("the batch starts at revision %d", fresh[0].Rev))
+	}
+	evs := make([]chain.Event, len(fresh))
+	for i, e := range fresh {
+		evs[i] = chain.Event(e)
+	}
+	if err := chain.Verify(head.Hash, evs); err != nil {
+		return refuse(err.Error())
+	}
+	s.events[id] = append(log, fresh...)
+	if len(fresh) > 0 {
+		head = rpc.ChainHead{Rev: fresh[len(fresh)-1].Rev, Hash: fresh[len(fresh)-1].Hash}
+	}
+	snap := s.snapshots[id]
+	if len(b.Snapshot) > 0 && b.SnapshotRev <= head.Rev && (snap == nil || b.SnapshotRev > snap.rev) {
+		snap = &storedSnapshot{rev: b.SnapshotRev, data: b.Snapshot}
+		s.snapshots[id] = snap
+	}
+	got := Replicated{Head: head, SnapshotRev: -1}
+	if snap != nil {
+		got.SnapshotRev = snap.rev
+	}
+	return got, nil
 }
-func (s *memStore) SaveSnapshot(context.Context, string, int64, json.RawMessage) error { return nil }
+
+type storedSnapshot struct {
+	rev  int64
+	data json.RawMessage
+}
 
 func (s *memStore) status(id string) string {
 	s.mu.Lock()

@@ -62,8 +62,10 @@ type Store interface {
 	EndSession(ctx context.Context, sessionID, status string) error
 	ActiveSessions(ctx context.Context) ([]SessionRecord, error)
 	Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error
-	AppendEvents(ctx context.Context, sessionID string, events []rpc.Event) error
-	SaveSnapshot(ctx context.Context, sessionID string, rev int64, snapshot json.RawMessage) error
+	// Replicate stores a heartbeat's events and snapshot if the events
+	// follow the session's stored log, else refuses with a
+	// *ReplicationRefused and stores nothing (see Replication).
+	Replicate(ctx context.Context, sessionID string, r Replication) (Replicated, error)
 }
 
 // Sessions is the agent protocol server's session table.
@@ -117,6 +119,7 @@ type Run struct {
 	lanes         map[string]rpc.StatusReq
 	terminating   string // TERMINATE_SELF's reason
 	approvals     int    // REQUEST_APPROVALs so far (at most MaxApprovalsPerSession)
+	repl          replication
 }
 
 // Manager starts, watches and stops agents.
@@ -205,7 +208,7 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	return ctl.AgentStatus{
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
-		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes,
+		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(),
 	}, nil
 }
 

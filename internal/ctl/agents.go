@@ -20,6 +20,7 @@ type AgentStatus struct {
 	ConfigVersion int64                    `json:"config_version,omitempty"`
 	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
 	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
+	Replication   *Replication             `json:"replication,omitempty"`
 }
 
 // StartRequest overrides an agent's default resources for one session.
