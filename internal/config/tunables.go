@@ -16,6 +16,13 @@ type Tunables struct {
 	CompactionThresholdPercent int             `json:"compaction_threshold_percent"`
 	Budgets                    Budgets         `json:"budgets"`
 	Container                  ContainerLimits `json:"container"`
+
+	// A working-memory snapshot (§13.4) rides the heartbeat every
+	// SnapshotEveryRevs committed revisions, or after SnapshotIntervalMS
+	// when anything was committed since the last one, and at a graceful
+	// stop: recovery replays at most about that many events.
+	SnapshotEveryRevs  int `json:"snapshot_every_revs"`
+	SnapshotIntervalMS int `json:"snapshot_interval_ms"`
 }
 
 // ContainerLimits are the cgroup limits of every agent container (§15.3).
@@ -63,6 +70,8 @@ func DefaultTunables() Tunables {
 		EventWindow:                50,
 		SessionSummaryTimeoutMS:    30000,
 		CompactionThresholdPercent: 80,
+		SnapshotEveryRevs:          500,
+		SnapshotIntervalMS:         60000,
 		Budgets: Budgets{
 			MaxCoreJobs:            4,
 			TotalSessionTokens:     2000000,

@@ -377,6 +377,8 @@ func (v *validator) tunables() {
 	}
 	v.atLeast("event_window", t.EventWindow, 1, " event")
 	v.atLeast("session_summary_timeout_ms", t.SessionSummaryTimeoutMS, 1000, " ms")
+	v.atLeast("snapshot_every_revs", t.SnapshotEveryRevs, 1, " revision")
+	v.atLeast("snapshot_interval_ms", t.SnapshotIntervalMS, 1000, " ms")
 	if t.CompactionThresholdPercent < 1 || t.CompactionThresholdPercent > 100 {
 		v.add("compaction_threshold_percent", strconv.Itoa(t.CompactionThresholdPercent), "want a percentage between 1 and 100")
 	}
