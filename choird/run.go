@@ -64,7 +64,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return fmt.Errorf("cannot start: %w", err)
 	}
 	defer dc.Close()
-	rpcServer := rpc.NewServer(agentsMgr, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	agentsMgr.Health = plane.Degraded
+	rpcServer := rpc.NewServer(agentsMgr.Handler(), rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)}
 	plane.SetAgents(agentsMgr)
@@ -98,6 +99,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	monitorCtx, stopMonitor := context.WithCancel(context.Background())
 	defer stopMonitor()
 	go agentsMgr.Monitor(monitorCtx)
+	// Status, agent status and the gateway's /status say when Postgres or
+	// the engine stops answering.
+	go plane.WatchHealth(monitorCtx, control.DefaultHealthInterval, healthProbes(st, dc)...)
 	// Admin requests derive from serveCtx, so long streams (log follow)
 	// end when the stop begins instead of holding it for the grace period;
 	// rpcServer.Shutdown ends the agents' push streams likewise.

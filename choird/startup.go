@@ -92,3 +92,13 @@ func instanceID(home config.Home) string {
 	sum := sha256.Sum256([]byte(home.Dir))
 	return hex.EncodeToString(sum[:6])
 }
+
+// healthProbes are what the control plane checks to tell a degraded choird.
+func healthProbes(st *store.Store, dc *docker.Client) []control.Probe {
+	return []control.Probe{
+		{Name: "Postgres", Check: st.Ping,
+			Fix: "committed events and heartbeats are not stored meanwhile; check that the database server in config.json's postgres block runs"},
+		{Name: "the Docker engine", Check: func(ctx context.Context) error { _, err := dc.Ping(ctx); return err },
+			Fix: "agents cannot start or stop meanwhile; start dockerd, or check DOCKER_HOST"},
+	}
+}

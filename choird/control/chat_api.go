@@ -5,9 +5,22 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"choir/choird/lifecycle"
 	"choir/internal/ctl"
 	"choir/internal/rpc"
 )
+
+var _ lifecycle.SessionEnds = Outboxes(nil)
+
+// SessionEnded tells every destination that follows sessions
+// (lifecycle.SessionEnds) that one ended.
+func (o Outboxes) SessionEnded(ctx context.Context, agentID string, end ctl.SessionEnd) {
+	for _, out := range o {
+		if e, ok := out.(lifecycle.SessionEnds); ok {
+			e.SessionEnded(ctx, agentID, end)
+		}
+	}
+}
 
 // Messenger delivers user messages and injections to running agents.
 type Messenger interface {
@@ -86,6 +99,9 @@ func (p *Plane) registerChatRoutes(mux *http.ServeMux) {
 				}
 				if flusher != nil {
 					flusher.Flush()
+				}
+				if msg.Ended != nil && msg.Ended.Status == lifecycle.StatusCrashed {
+					return // nothing more will come from that session
 				}
 			}
 		}

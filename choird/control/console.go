@@ -96,6 +96,26 @@ func (c *Console) Deliver(ctx context.Context, agentID, dm string, msg rpc.DMSen
 	return nil
 }
 
+// SessionEnded tells every subscriber of the agent that its session ended
+// (lifecycle.SessionEnds): `choirctl chat` waiting for a reply learns that
+// none will come. After a crash the outbox stream ends with it.
+func (c *Console) SessionEnded(ctx context.Context, agentID string, end ctl.SessionEnd) {
+	c.mu.Lock()
+	subs := make([]*subscriber, 0, len(c.subs[agentID]))
+	for s := range c.subs[agentID] {
+		subs = append(subs, s)
+	}
+	c.mu.Unlock()
+	for _, s := range subs {
+		select {
+		case s.ch <- ctl.ConsoleMessage{Ended: &end}:
+		case <-s.done:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
 // readFiles reads the named files under .choirtmp/send/ through os.Root (a
 // symlink the agent planted cannot lead outside), removing them when the
 // console is their only destination.

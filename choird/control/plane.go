@@ -39,6 +39,8 @@ type Plane struct {
 	sessionLog    SessionLog
 	running       Sessions
 	gateways      func() []ctl.GatewayStatus
+	probes        []Probe
+	health        map[string]probeState // by probe name
 
 	// Console receives what agents send to their DMs, for choirctl chat.
 	Console Console
@@ -125,6 +127,8 @@ func (p *Plane) Status() ctl.Status {
 	if p.gateways != nil {
 		s.Gateways = p.gateways()
 	}
+	s.Degraded = p.degraded()
+	s.Healthy = s.Healthy && len(s.Degraded) == 0
 	return s
 }
 

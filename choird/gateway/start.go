@@ -77,6 +77,9 @@ func cmdStart(ctx context.Context, c *call) {
 func formatStatus(st ctl.AgentStatus) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s: %s\n", st.AgentID, st.State)
+	for _, why := range st.Degraded {
+		fmt.Fprintf(&sb, "degraded: %s\n", why)
+	}
 	line := func(k, v string) {
 		if v != "" {
 			fmt.Fprintf(&sb, "%s: %s\n", k, v)

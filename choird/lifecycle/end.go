@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"choir/internal/ctl"
 	"choir/internal/docker"
+	"choir/internal/rpc"
 )
 
 // StopGraceExtra is added to the session-summary timeout to bound how long a
@@ -75,6 +77,8 @@ func (m *Manager) end(r *Run, status, reason string) {
 		delete(m.runs, r.AgentID)
 	}
 	m.mu.Unlock()
+	// A session that got as far as INIT_HELLO may have had a user waiting.
+	wasRunning := r.getState() != StateStarting
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -93,7 +97,8 @@ func (m *Manager) end(r *Run, status, reason string) {
 			}
 		}
 		if err := m.Docker.ContainerRemove(ctx, r.ContainerID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
-			m.logf(r, "remove container failed", "error", err.Error())
+			m.logf(r, "remove container failed; removing it once the engine answers", "error", err.Error())
+			m.leaveBehind(r.ContainerID, r.AgentID)
 		}
 	}
 	if err := m.Store.EndSession(ctx, r.SessionID, status); err != nil {
@@ -107,6 +112,32 @@ func (m *Manager) end(r *Run, status, reason string) {
 	m.logf(r, level, "status", status, "reason", reason, "leases_released", len(released))
 	if err := m.Logs.ArchiveAgent(r.AgentID); err != nil {
 		m.Log.Warn("archive agent log failed", "agent_id", r.AgentID, "error", err.Error())
+	}
+	m.tell(ctx, r, status, reason, wasRunning)
+}
+
+// SessionEnds is told when a session ends, after the DM heard about it:
+// the console ends the chats that wait on the agent (an Outbox may have
+// it).
+type SessionEnds interface {
+	SessionEnded(ctx context.Context, agentID string, end ctl.SessionEnd)
+}
+
+// tell lets the agent's DM know that a running session crashed, and how to
+// go on, then tells whoever follows the agent that its session ended.
+func (m *Manager) tell(ctx context.Context, r *Run, status, reason string, wasRunning bool) {
+	if m.Outbox == nil {
+		return
+	}
+	if status == StatusCrashed && wasRunning {
+		text := fmt.Sprintf("%s stopped unexpectedly (%s): its session ended, and whatever it was doing was interrupted. "+
+			"Start it again with /start %s, or `choirctl agent start %s`.", r.AgentID, reason, r.AgentID, r.AgentID)
+		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, rpc.DMSend{Kind: rpc.DMError, Text: text}); err != nil {
+			m.logf(r, "the crash notice did not reach the DM", "error", err.Error())
+		}
+	}
+	if ends, ok := m.Outbox.(SessionEnds); ok {
+		ends.SessionEnded(ctx, r.AgentID, ctl.SessionEnd{SessionID: r.SessionID, Status: status, Reason: reason})
 	}
 }
 

@@ -32,6 +32,7 @@ type Docker interface {
 	ContainerStop(ctx context.Context, id string, timeout time.Duration) error
 	ContainerRemove(ctx context.Context, id string, opts docker.ContainerRemoveOptions) error
 	ContainerWait(ctx context.Context, id string, cond docker.WaitCondition) (docker.WaitResponse, error)
+	ContainerInspect(ctx context.Context, id string) (docker.Container, error)
 	ContainerList(ctx context.Context, opts docker.ContainerListOptions) ([]docker.ContainerSummary, error)
 	ContainerLogs(ctx context.Context, id string, opts docker.LogsOptions) (*docker.LogStream, error)
 	ImageInspect(ctx context.Context, ref string) (docker.Image, error)
@@ -120,6 +121,13 @@ type Run struct {
 	terminating   string // TERMINATE_SELF's reason
 	approvals     int    // REQUEST_APPROVALs so far (at most MaxApprovalsPerSession)
 	repl          replication
+
+	// Faults seen while the session runs, shown by `agent status`.
+	hbRefused      int       // heartbeats refused or failed in a row
+	hbRefusedSince time.Time // the first of them
+	hbRefusedWhy   string    // the last one's error
+	engineLost     time.Time // when the wait on the container lost the engine; zero when it answers
+	engineWhy      string
 }
 
 // Manager starts, watches and stops agents.
@@ -144,11 +152,19 @@ type Manager struct {
 	ReadyTimeout time.Duration
 	// Now is the clock (tests may replace it).
 	Now func() time.Time
+	// Health lists what is wrong for every agent (Postgres or the engine
+	// unreachable: the control plane's probes); nil means nothing.
+	Health func() []string
+	// EngineRetry is the first wait before the lifecycle asks an engine it
+	// lost again (doubling up to MaxEngineRetry); zero means
+	// DefaultEngineRetry.
+	EngineRetry time.Duration
 
-	mu       sync.Mutex
-	runs     map[string]*Run // by agent id
-	sessions map[string]*Run // by session id
-	agentMu  map[string]*sync.Mutex
+	mu        sync.Mutex
+	runs      map[string]*Run // by agent id
+	sessions  map[string]*Run // by session id
+	agentMu   map[string]*sync.Mutex
+	leftovers map[string]string // containers whose removal failed: id → agent
 }
 
 func (m *Manager) now() time.Time {
@@ -196,7 +212,7 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	}
 	r := m.run(agentID)
 	if r == nil {
-		return ctl.AgentStatus{AgentID: agentID, State: "stopped"}, nil
+		return ctl.AgentStatus{AgentID: agentID, State: "stopped", Degraded: m.health()}, nil
 	}
 	b := r.bindings()
 	r.mu.Lock()
@@ -209,7 +225,30 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
 		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(),
+		Degraded: append(r.faults(m.now()), m.health()...),
 	}, nil
+}
+
+// health is what is wrong for every agent now.
+func (m *Manager) health() []string {
+	if m.Health == nil {
+		return nil
+	}
+	return m.Health()
+}
+
+// faults describes what is wrong with the run now, with r.mu held.
+func (r *Run) faults(now time.Time) []string {
+	var out []string
+	if r.hbRefused > 0 {
+		out = append(out, fmt.Sprintf("heartbeats refused: %d in a row since %s ago, the last: %s; committed events are not being stored (see choird.log)",
+			r.hbRefused, now.Sub(r.hbRefusedSince).Round(time.Second), r.hbRefusedWhy))
+	}
+	if !r.engineLost.IsZero() {
+		out = append(out, fmt.Sprintf("the Docker engine stopped answering %s ago while choird watched the container (%s); the session goes on, and choird checks the container again when the engine is back",
+			now.Sub(r.engineLost).Round(time.Second), r.engineWhy))
+	}
+	return out
 }
 
 // List reports every configured agent, sorted by id.

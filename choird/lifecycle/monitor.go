@@ -10,18 +10,23 @@ import (
 	"time"
 
 	"choir/internal/docker"
+	"choir/internal/rpc"
+)
+
+// Engine retry bounds: how soon and how often the lifecycle asks an engine
+// it lost again.
+const (
+	DefaultEngineRetry = 200 * time.Millisecond
+	MaxEngineRetry     = 5 * time.Second
 )
 
 // watch waits for the container to exit. An exit nobody asked for is a
-// crash; an exit after TERMINATE_SELF ends the session as stopped.
+// crash; an exit after TERMINATE_SELF ends the session as stopped. An
+// engine that stops answering is not an exit: see waitExit.
 func (m *Manager) watch(r *Run) {
-	resp, err := m.Docker.ContainerWait(context.Background(), r.ContainerID, docker.WaitNotRunning)
+	code, gone := m.waitExit(r)
 	r.mu.Lock()
-	if err == nil {
-		r.exitCode = resp.StatusCode
-	} else {
-		r.exitCode = -1
-	}
+	r.exitCode = code
 	state, terminating := r.state, r.terminating
 	r.mu.Unlock()
 	close(r.exited)
@@ -30,9 +35,160 @@ func (m *Manager) watch(r *Run) {
 		// Stop or Start is waiting on r.exited and ends the session itself.
 	case terminating != "":
 		m.end(r, StatusStopped, "terminated by the agent: "+terminating)
+	case gone:
+		m.end(r, StatusCrashed, "the container is gone (removed while the Docker engine was not answering?)")
 	default:
-		m.end(r, StatusCrashed, fmt.Sprintf("container exited unexpectedly with code %d", r.exitCode))
+		m.end(r, StatusCrashed, fmt.Sprintf("container exited unexpectedly with code %d", code))
 	}
+}
+
+// waitExit waits until the container is no longer running and returns its
+// exit code, or gone when the engine no longer knows it. A wait that fails
+// otherwise (the engine restarting, its socket unreachable) says nothing
+// about the container: choird asks the engine again, with backoff, and
+// reconciles once it answers: the container still runs (the wait starts
+// over), has exited (its code), or is gone. Meanwhile `agent status` says
+// the engine is lost. It gives up when the session has ended by another
+// path.
+func (m *Manager) waitExit(r *Run) (code int64, gone bool) {
+	first := m.EngineRetry
+	if first <= 0 {
+		first = DefaultEngineRetry
+	}
+	for {
+		resp, err := m.Docker.ContainerWait(context.Background(), r.ContainerID, docker.WaitNotRunning)
+		switch {
+		case err == nil:
+			m.engineAnswers(r)
+			return resp.StatusCode, false
+		case docker.IsNotFound(err):
+			m.engineAnswers(r)
+			return -1, true
+		}
+		for backoff := first; ; backoff = min(2*backoff, MaxEngineRetry) {
+			if m.bySession(r.SessionID) != r {
+				return -1, false // ended meanwhile: nothing to reconcile
+			}
+			m.engineLost(r, err)
+			t := time.NewTimer(backoff)
+			<-t.C
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			c, ierr := m.Docker.ContainerInspect(ctx, r.ContainerID)
+			cancel()
+			if docker.IsNotFound(ierr) {
+				m.engineAnswers(r)
+				return -1, true
+			}
+			if ierr != nil {
+				err = ierr
+				continue
+			}
+			m.engineAnswers(r)
+			if s := c.State; s != nil && !s.Running && !s.Restarting && !s.Paused {
+				return int64(s.ExitCode), false // it exited while nobody could see
+			}
+			break // still there: wait on it again
+		}
+	}
+}
+
+// engineLost notes that the engine did not answer about r's container;
+// the first time is logged.
+func (m *Manager) engineLost(r *Run, err error) {
+	r.mu.Lock()
+	first := r.engineLost.IsZero()
+	if first {
+		r.engineLost = m.now()
+	}
+	r.engineWhy = err.Error()
+	r.mu.Unlock()
+	if first {
+		m.logf(r, "the Docker engine does not answer about the container; the session goes on, asking again", "error", err.Error())
+	}
+}
+
+// engineAnswers clears engineLost, logging the recovery.
+func (m *Manager) engineAnswers(r *Run) {
+	r.mu.Lock()
+	lost := r.engineLost
+	r.engineLost, r.engineWhy = time.Time{}, ""
+	r.mu.Unlock()
+	if !lost.IsZero() {
+		m.logf(r, "the Docker engine answers again", "lost_for", m.now().Sub(lost).Round(time.Millisecond).String())
+	}
+}
+
+// Handler is the Manager as the agent protocol server calls it: each verb
+// as the Manager answers it, and the outcome of every heartbeat noted on
+// its session, so a session whose heartbeats are refused or fail (its
+// events not stored) shows as degraded in `agent status` until one passes.
+func (m *Manager) Handler() rpc.ControlPlaneHandler { return watched{m} }
+
+type watched struct{ *Manager }
+
+func (w watched) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
+	resp, err := w.Manager.HandleHeartbeat(ctx, req)
+	if r, cerr := w.caller(ctx); cerr == nil {
+		w.noteHeartbeat(r, err)
+	}
+	return resp, err
+}
+
+// noteHeartbeat records a heartbeat's outcome; the first refusal and the
+// recovery are logged.
+func (m *Manager) noteHeartbeat(r *Run, err error) {
+	r.mu.Lock()
+	was := r.hbRefused
+	if err == nil {
+		r.hbRefused, r.hbRefusedWhy = 0, ""
+	} else {
+		if r.hbRefused == 0 {
+			r.hbRefusedSince = m.now()
+		}
+		r.hbRefused++
+		r.hbRefusedWhy = err.Error()
+	}
+	r.mu.Unlock()
+	switch {
+	case err != nil && was == 0:
+		m.logf(r, "heartbeat refused; the session shows degraded until one passes", "error", err.Error())
+	case err == nil && was > 0:
+		m.logf(r, "heartbeats accepted again", "refused_before", was)
+	}
+}
+
+// sweepLeftovers removes the containers whose removal failed (the engine
+// was not answering when their session ended).
+func (m *Manager) sweepLeftovers() {
+	m.mu.Lock()
+	left := make(map[string]string, len(m.leftovers))
+	for id, agent := range m.leftovers {
+		left[id] = agent
+	}
+	m.mu.Unlock()
+	for id, agent := range left {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := m.Docker.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true})
+		cancel()
+		if err != nil && !docker.IsNotFound(err) {
+			continue
+		}
+		m.mu.Lock()
+		delete(m.leftovers, id)
+		m.mu.Unlock()
+		m.Log.Info("removed a container left behind", "container", shortID(id), "agent_id", agent)
+	}
+}
+
+// leaveBehind remembers a container whose removal failed; the monitor
+// removes it once the engine answers.
+func (m *Manager) leaveBehind(id, agent string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.leftovers == nil {
+		m.leftovers = map[string]string{}
+	}
+	m.leftovers[id] = agent
 }
 
 // Monitor detects agents whose heartbeats stopped (§13.1) until ctx ends.
@@ -48,6 +204,7 @@ func (m *Manager) Monitor(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+		m.sweepLeftovers()
 		l, _ := m.Config()
 		threshold := time.Duration(l.Config.CrashDetectionThresholdMS) * time.Millisecond
 		m.mu.Lock()

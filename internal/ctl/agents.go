@@ -21,6 +21,10 @@ type AgentStatus struct {
 	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
 	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
 	Replication   *Replication             `json:"replication,omitempty"`
+	// Degraded says what is wrong now for this agent, one reason each: its
+	// heartbeats refused or failing, the engine unreachable while choird
+	// watches its container, Postgres or the engine down for all.
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // StartRequest overrides an agent's default resources for one session.
@@ -175,6 +179,16 @@ type CancelRequest struct {
 type ConsoleMessage struct {
 	rpc.DMSend
 	Attachments []Attachment `json:"attachments,omitempty"`
+	// Ended, when set, is not a message but the news that the agent's
+	// session ended; after a crash it is the last line of the stream.
+	Ended *SessionEnd `json:"session_ended,omitempty"`
+}
+
+// SessionEnd is how an agent's session ended.
+type SessionEnd struct {
+	SessionID string `json:"session_id"`
+	Status    string `json:"status"` // stopped or crashed
+	Reason    string `json:"reason"`
 }
 
 // Attachment is one file an agent sent, by its base name.

@@ -20,6 +20,9 @@ type Status struct {
 	Steps         []Step          `json:"startup"`
 	AgentsRunning int             `json:"agents_running"`
 	Gateways      []GatewayStatus `json:"gateways,omitempty"`
+	// Degraded says what is wrong now, one reason each (Postgres or the
+	// Docker engine unreachable); Healthy is false while it is not empty.
+	Degraded []string `json:"degraded,omitempty"`
 }
 
 // Step is one step of choird's startup sequence (§6.2) and how it went.
