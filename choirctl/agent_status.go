@@ -3,7 +3,8 @@ package main
 // choirctl agent status <agent-id> [--json]
 // choirctl agent list [--json]
 //
-// status shows one agent in detail: state, session, container, image,
+// status shows one agent in detail: state, what is degraded (heartbeats
+// refused, the engine or Postgres unreachable), session, container, image,
 // uptime, last heartbeat, config version, resource bindings and lane
 // states. list shows every configured agent with its state.
 
@@ -35,6 +36,9 @@ func agentStatus(ctx context.Context, e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent\t%s\n", st.AgentID)
 	fmt.Fprintf(tw, "state\t%s\n", st.State)
+	for _, why := range st.Degraded {
+		fmt.Fprintf(tw, "DEGRADED\t%s\n", why)
+	}
 	if st.SessionID != "" {
 		fmt.Fprintf(tw, "session\t%s\n", st.SessionID)
 		fmt.Fprintf(tw, "container\t%s\n", st.Container)
@@ -47,7 +51,7 @@ func agentStatus(ctx context.Context, e *env, args []string) error {
 	}
 	if b := st.Bindings; b != nil {
 		fmt.Fprintf(tw, "bindings\tworkspace=%s llm=%s git_identity=%s dm=%s", b.Workspace, b.LLM, b.GitIdentity, b.DM)
-		for _, kv := range [][2]string{{"voice_profile", b.VoiceProfile}, {"notion", b.Notion}, {"email", b.Email}} {
+		for _, kv := range [][2]string{{"core_llm", b.CoreLLM}, {"voice_profile", b.VoiceProfile}, {"notion", b.Notion}, {"email", b.Email}} {
 			if kv[1] != "" {
 				fmt.Fprintf(tw, " %s=%s", kv[0], kv[1])
 			}

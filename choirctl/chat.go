@@ -13,7 +13,10 @@ package main
 //
 // With --once, the whole of stdin is one message: choirctl prints the reply
 // and exits 0, or prints the error and exits 1; --wait-cores also waits for
-// the report of every core job that turn started.
+// the report of every core job that turn started. A session that ends
+// before the reply (the agent crashed, or was stopped) ends the chat with
+// an error saying how to start the agent again; so does a crash during an
+// interactive chat.
 
 import (
 	"bufio"
@@ -101,6 +104,8 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 		case m := <-msgs:
 			show(m)
 			switch {
+			case m.Ended != nil:
+				return sessionEnded(agentID, m.Ended, "before it replied")
 			case m.ReplyTo == id && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError):
 				replied = true
 				if m.Kind == rpc.DMError {
@@ -120,6 +125,19 @@ func chatOnce(ctx context.Context, e *env, c *ctl.Client, out *ctl.OutboxStream,
 	return failed
 }
 
+// sessionEnded is the error of a chat whose agent's session ended while it
+// waited, saying how to go on.
+func sessionEnded(agentID string, end *ctl.SessionEnd, while string) error {
+	how := "crashed"
+	if end.Status != "crashed" {
+		how = "was stopped"
+	}
+	if while != "" {
+		how += " " + while
+	}
+	return fmt.Errorf("%s %s (%s); start it again with `choirctl agent start %s`", agentID, how, end.Reason, agentID)
+}
+
 // chatDrainTimeout bounds the wait for answers once input has ended.
 const chatDrainTimeout = 5 * time.Minute
 
@@ -131,16 +149,21 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 	pending := map[string]bool{}
 	early := map[string]bool{} // answered before SendMessage returned its id
 	answered := make(chan struct{}, 1)
+	crashed := make(chan *ctl.SessionEnd, 1) // the agent crashed: the chat is over
 	go func() {
 		for {
 			m, err := out.Next()
 			if err != nil {
-				if ctx.Err() == nil {
+				if ctx.Err() == nil && len(crashed) == 0 {
 					fmt.Fprintf(e.stderr, "choird ended the chat: %v\n", err)
 				}
 				return
 			}
 			show(m)
+			if m.Ended != nil && m.Ended.Status == "crashed" {
+				crashed <- m.Ended
+				return
+			}
 			if m.ReplyTo != "" && (m.Kind == rpc.DMReply || m.Kind == rpc.DMError) {
 				mu.Lock()
 				if pending[m.ReplyTo] {
@@ -170,6 +193,8 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 				return nil
 			case <-deadline:
 				return fmt.Errorf("%d messages still unanswered after %s", n, chatDrainTimeout)
+			case end := <-crashed:
+				return sessionEnded(agentID, end, fmt.Sprintf("with %d messages unanswered", n))
 			case <-answered:
 			}
 		}
@@ -187,6 +212,8 @@ func chatInteractive(ctx context.Context, e *env, c *ctl.Client, out *ctl.Outbox
 		select {
 		case <-ctx.Done():
 			return nil
+		case end := <-crashed:
+			return sessionEnded(agentID, end, "")
 		case line, ok := <-lines:
 			if !ok {
 				return waitAnswers()
@@ -287,6 +314,10 @@ func chatCommand(ctx context.Context, e *env, c *ctl.Client, agentID, line strin
 func printMessage(e *env, agentID string, m ctl.ConsoleMessage, filesDir string) {
 	w := e.stdout
 	prefix := agentID + "> "
+	if m.Ended != nil {
+		fmt.Fprintf(w, "[session] %s's session %s ended: %s (%s)\n", agentID, m.Ended.SessionID, m.Ended.Status, m.Ended.Reason)
+		return
+	}
 	switch m.Kind {
 	case rpc.DMCoreReport:
 		prefix = fmt.Sprintf("[core %s] ", m.Core)

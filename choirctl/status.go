@@ -2,8 +2,9 @@ package main
 
 // choirctl status [--json] [--wait D]
 //
-// Shows whether choird is running and healthy, the running config version,
-// how each startup step went, and how many resources are loaded. With
+// Shows whether choird is running and healthy (or degraded, with each
+// reason: Postgres or the Docker engine unreachable), the running config
+// version, how each startup step went, and how many resources are loaded. With
 // --wait it first waits up to D for choird to answer (after `choird &`).
 
 import (
@@ -47,7 +48,10 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		return enc.Encode(st)
 	}
 	health := "healthy"
-	if !st.Healthy {
+	switch {
+	case len(st.Degraded) > 0:
+		health = "DEGRADED"
+	case !st.Healthy:
 		health = "NOT healthy"
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
@@ -67,6 +71,9 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(tw, "resources\t%s\n", strings.Join(parts, ", "))
 	tw.Flush()
+	for _, why := range st.Degraded {
+		fmt.Fprintf(e.stdout, "degraded: %s\n", why)
+	}
 	for _, g := range st.Gateways {
 		state := "polling"
 		switch {
