@@ -20,7 +20,9 @@
 //	POST /v1/agents/<id>/inject   ChatMessage → {}: /inject
 //	GET  /v1/agents/<id>/outbox   → application/x-ndjson: every message the
 //	                                 agent sends from now on (ConsoleMessage:
-//	                                 rpc.DMSend with its files attached)
+//	                                 rpc.DMSend with its files attached), and
+//	                                 a session_ended line when its session
+//	                                 ends (the last line after a crash)
 //	POST /v1/agents/<id>/build    → application/x-ndjson: BuildEvent lines,
 //	                                 progress as it happens, then one result
 //	                                 or error
