@@ -12,12 +12,20 @@ import (
 	"choir/internal/telegram"
 )
 
-// fuzzToken is the bot token of the fuzz targets; its secret part must
-// never appear in an error, not even in part.
+// fuzzToken is the bot token of the fuzz target and of the regression test;
+// its secret part must never appear in an error, not even in part.
 const fuzzToken = "123456:FUZZ-s3cretPart-0123456789abcdef"
+
+// otherToken has the same bot id and length as fuzzToken and differs from
+// it at every byte of the secret part.
+const otherToken = "123456:QWER_t7dgfuQbsu_1234567890bcdefg"
 
 // tokenFragments are the pieces of fuzzToken an error must not quote.
 var tokenFragments = []string{"s3cretPart", "0123456789abcdef", "FUZZ-s3cret"}
+
+// tokenPlaceholder stands, in a fuzzed answer, for the token of the client
+// that asked: a proxy or server echoing the request path.
+const tokenPlaceholder = "$TOKEN$"
 
 // answering is an http.RoundTripper that answers every request with one
 // status and body.
@@ -40,10 +48,12 @@ func (a answering) RoundTrip(r *http.Request) (*http.Response, error) {
 	}, nil
 }
 
-// getUpdates asks a client whose server answers status and body for updates.
-func getUpdates(t *testing.T, status int, body []byte) ([]telegram.Update, error) {
+// getUpdates asks a client with token, whose server answers status and
+// body (tokenPlaceholder replaced by the token), for updates.
+func getUpdates(t *testing.T, token string, status int, body []byte) ([]telegram.Update, error) {
 	t.Helper()
-	c, err := telegram.New("", fuzzToken, telegram.WithHTTPClient(&http.Client{Transport: answering{status, body}}))
+	body = bytes.ReplaceAll(body, []byte(tokenPlaceholder), []byte(token))
+	c, err := telegram.New("", token, telegram.WithHTTPClient(&http.Client{Transport: answering{status, body}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,9 +63,10 @@ func getUpdates(t *testing.T, status int, body []byte) ([]telegram.Update, error
 // snippetCutsToken reports the known bug that an answer which is not the Bot
 // API's JSON is quoted up to 200 bytes before the token is redacted, so a
 // token the answer echoes across byte 200 leaks in part.
-func snippetCutsToken(body []byte) bool {
-	for i := max(0, 200-len(fuzzToken)+1); i < 200 && i < len(body); i++ {
-		if n := min(200, len(body)) - i; bytes.HasPrefix([]byte(fuzzToken), body[i:i+n]) && n < len(fuzzToken) {
+func snippetCutsToken(body []byte, token string) bool {
+	body = bytes.ReplaceAll(body, []byte(tokenPlaceholder), []byte(token))
+	for i := max(0, 200-len(token)+1); i < 200 && i < len(body); i++ {
+		if n := min(200, len(body)) - i; n < len(token) && bytes.HasPrefix([]byte(token), body[i:i+n]) {
 			return true
 		}
 	}
@@ -64,29 +75,40 @@ func snippetCutsToken(body []byte) bool {
 
 // FuzzGetUpdates feeds arbitrary answers (HTTP status and body) to
 // GetUpdates, the decoding of a getUpdates response into Updates. An error
-// says something and never quotes the bot token, whole or in part; an
-// *APIError carries a non-zero code; updates it accepts survive
-// json.Marshal and a second decode unchanged (marshalling is a fixed point
-// after one pass); the same answer always decodes the same way.
+// says something and never quotes the bot token, whole or in part: the
+// answer is given to two clients whose tokens differ in every secret byte,
+// each answer echoing its client's token where the body says $TOKEN$, and
+// the two errors must read the same. An *APIError carries a non-zero code;
+// updates it accepts survive json.Marshal and a second decode unchanged
+// (marshalling is a fixed point after one pass); the same answer always
+// decodes the same way.
 func FuzzGetUpdates(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status uint16, body []byte) {
 		if len(body) > 64<<10 {
 			return
 		}
 		code := 200 + int(status)%400
-		ups, err := getUpdates(t, code, body)
+		ups, err := getUpdates(t, fuzzToken, code, body)
+		_, other := getUpdates(t, otherToken, code, body)
+		if (err == nil) != (other == nil) {
+			t.Fatalf("the answer decodes for one token and not the other: %v / %v", err, other)
+		}
 		if err != nil {
 			msg := err.Error()
 			if strings.TrimSpace(msg) == "" {
 				t.Fatal("GetUpdates failed with an empty message")
 			}
-			for _, frag := range append(tokenFragments, fuzzToken) {
-				if strings.Contains(msg, frag) {
-					if snippetCutsToken(body) && !strings.Contains(msg, fuzzToken) {
-						t.Skip("known bug: a non-JSON answer's snippet is cut before the token is redacted (TestNotJSONAnswerNeverQuotesPartOfToken)")
-					}
-					t.Fatalf("error quotes the token (%q): %s", frag, msg)
+			if strings.Contains(msg, fuzzToken) {
+				t.Fatalf("error quotes the token: %s", msg)
+			}
+			// A token written out in the body (not echoed) is redacted by
+			// the client it belongs to only.
+			both := strings.NewReplacer(fuzzToken, "<redacted>", otherToken, "<redacted>")
+			if both.Replace(msg) != both.Replace(other.Error()) {
+				if snippetCutsToken(body, fuzzToken) {
+					t.Skip("known bug: a non-JSON answer's snippet is cut before the token is redacted (TestNotJSONAnswerNeverQuotesPartOfToken)")
 				}
+				t.Fatalf("the error depends on the token, so it quotes part of it:\n%s\n%s", msg, other)
 			}
 			if e, ok := errors.AsType[*telegram.APIError](err); ok && e.Code == 0 {
 				t.Fatalf("APIError without a code: %v", e)
@@ -97,14 +119,14 @@ func FuzzGetUpdates(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Marshal(decoded updates) = %v", err)
 		}
-		again, err := getUpdates(t, 200, []byte(`{"ok":true,"result":`+string(out)+`}`))
+		again, err := getUpdates(t, fuzzToken, 200, []byte(`{"ok":true,"result":`+string(out)+`}`))
 		if err != nil {
 			t.Fatalf("decoding our own encoding of %s: %v", out, err)
 		}
 		if out2, _ := json.Marshal(again); !bytes.Equal(out, out2) {
 			t.Fatalf("round trip changed the updates:\n%s\n%s", out, out2)
 		}
-		if third, err := getUpdates(t, code, body); err != nil || len(third) != len(ups) {
+		if third, err := getUpdates(t, fuzzToken, code, body); err != nil || len(third) != len(ups) {
 			t.Fatalf("the same answer decoded differently: %d updates, then %d (%v)", len(ups), len(third), err)
 		}
 	})
@@ -117,7 +139,7 @@ func FuzzGetUpdates(f *testing.F) {
 func TestNotJSONAnswerNeverQuotesPartOfToken(t *testing.T) {
 	t.Skip("bug: notAPIAnswer cuts the snippet at 200 bytes before redacting the token, so a token crossing byte 200 leaks in part (internal/telegram/client.go; reported)")
 	page := "<html><body><h1>502 Bad Gateway</h1>" + strings.Repeat(" ", 120) + "no route to /bot" + fuzzToken + "/getUpdates</body></html>"
-	_, err := getUpdates(t, http.StatusBadGateway, []byte(page))
+	_, err := getUpdates(t, fuzzToken, http.StatusBadGateway, []byte(page))
 	if err == nil {
 		t.Fatal("GetUpdates accepted an HTML page")
 	}
