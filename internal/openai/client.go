@@ -190,11 +190,12 @@ func (c *Client) transportFailure(ctx context.Context, k call, err error) error 
 	return k.fail(KindNetwork, 0, cause.Error(), err)
 }
 
-// statusFailure turns a non-2xx answer into an *APIError.
+// statusFailure turns a non-2xx answer into an *APIError. An answer whose
+// error object has no message (only a type or a code) is quoted instead.
 func (c *Client) statusFailure(k call, resp *http.Response, data []byte) error {
 	b := parseErrorBody(data)
 	msg := b.Message
-	if !b.found {
+	if msg == "" {
 		msg = k.excerpt(data)
 	}
 	e := k.fail(classify(resp.StatusCode, b), resp.StatusCode, msg, nil)

@@ -13,11 +13,19 @@ import (
 	"choir/internal/openai"
 )
 
-// fuzzKey is the API key of the fuzz targets; no error may quote it, whole
-// or in part.
+// fuzzKey is the API key of the fuzz target and the tests; no error may
+// quote it, whole or in part.
 const fuzzKey = "sk-fuzz-v1-0123456789abcdef-FUZZSECRET"
 
+// otherKey has fuzzKey's length and differs from it in every byte after
+// "sk-".
+const otherKey = "sk-mBGG_C8_789abcdefghijklm_M166ZLJYL0"
+
 var keyFragments = []string{"0123456789abcdef", "FUZZSECRET", "sk-fuzz-v1-01"}
+
+// keyPlaceholder stands, in a fuzzed answer, for the key of the client that
+// asked: a proxy echoing the request's Authorization header.
+const keyPlaceholder = "$KEY$"
 
 // answering is an http.RoundTripper that answers every request with one
 // status and body, and keeps the last request body it was sent.
@@ -43,7 +51,15 @@ func (a *answering) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func fuzzClient(t *testing.T, a *answering) *openai.Client {
 	t.Helper()
-	c, err := openai.New(openai.Config{Endpoint: "https://llm.example/v1", APIKey: fuzzKey, HTTPClient: &http.Client{Transport: a}})
+	return keyClient(t, fuzzKey, a)
+}
+
+// keyClient is a client with key whose server answers as a does, with
+// keyPlaceholder in the answer replaced by key.
+func keyClient(t *testing.T, key string, a *answering) *openai.Client {
+	t.Helper()
+	a.body = bytes.ReplaceAll(a.body, []byte(keyPlaceholder), []byte(key))
+	c, err := openai.New(openai.Config{Endpoint: "https://llm.example/v1", APIKey: key, HTTPClient: &http.Client{Transport: a}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +84,10 @@ type wireAnswer struct {
 // strings included. It asserts:
 //
 //   - an error is an *APIError with a kind and a message, and quotes no part
-//     of the API key, whatever the answer echoes;
+//     of the API key, whatever the answer echoes: the answer is given to two
+//     clients whose keys differ in every byte after "sk-", each answer
+//     echoing its client's key where the body says $KEY$, and the two errors
+//     must read the same;
 //   - every tool call of an accepted answer has a non-empty id distinct from
 //     the others (a tool turn names its call by id), its arguments exactly
 //     as sent when they came as a JSON string, and JSONArguments gives a
@@ -80,18 +99,29 @@ func FuzzChatAnswer(f *testing.F) {
 		if len(body) > 64<<10 {
 			return
 		}
-		a := &answering{status: 200 + int(status)%400, body: body}
+		req := openai.ChatRequest{Model: "m", Messages: []openai.Message{openai.UserMessage("hi")}}
+		code := 200 + int(status)%400
+		_, other := keyClient(t, otherKey, &answering{status: code, body: body}).Chat(t.Context(), req)
+		a := &answering{status: code, body: body}
 		c := fuzzClient(t, a)
-		resp, err := c.Chat(t.Context(), openai.ChatRequest{Model: "m", Messages: []openai.Message{openai.UserMessage("hi")}})
+		body = a.body // with the key echoed
+		resp, err := c.Chat(t.Context(), req)
+		if (err == nil) != (other == nil) {
+			t.Fatalf("the answer decodes for one key and not the other: %v / %v", err, other)
+		}
 		if err != nil {
 			var ae *openai.APIError
 			if !errors.As(err, &ae) || ae.Kind == openai.KindUnknown || strings.TrimSpace(ae.Message) == "" {
 				t.Fatalf("Chat error %v (%T): want an *APIError with a kind and a message", err, err)
 			}
-			for _, frag := range append(keyFragments, fuzzKey) {
-				if strings.Contains(err.Error(), frag) {
-					t.Fatalf("error quotes the API key (%q): %v", frag, err)
-				}
+			if strings.Contains(err.Error(), fuzzKey) {
+				t.Fatalf("error quotes the API key: %v", err)
+			}
+			// A key written out in the body (not echoed) is redacted by the
+			// client it belongs to only.
+			both := strings.NewReplacer(fuzzKey, "[redacted]", otherKey, "[redacted]")
+			if both.Replace(err.Error()) != both.Replace(other.Error()) {
+				t.Fatalf("the error depends on the key, so it quotes part of it:\n%v\n%v", err, other)
 			}
 			return
 		}
@@ -220,5 +250,17 @@ func TestEchoedKeyCutByExcerptIsRedacted(t *testing.T) {
 		if !strings.Contains(err.Error(), "[redacted]") {
 			t.Errorf("HTTP %d: error %v; want the key shown as [redacted]", status, err)
 		}
+	}
+}
+
+// TestErrorObjectWithoutMessageIsQuoted is what FuzzChatAnswer found: a
+// non-2xx answer whose error object had a type or a code but no message gave
+// an *APIError with an empty Message; it now quotes the answer.
+func TestErrorObjectWithoutMessageIsQuoted(t *testing.T) {
+	body := `{"error":{"type":"overloaded","code":"x9"}}`
+	_, err := fuzzClient(t, &answering{status: 429, body: []byte(body)}).Chat(t.Context(), openai.ChatRequest{Model: "m", Messages: []openai.Message{openai.UserMessage("hi")}})
+	ae, ok := errors.AsType[*openai.APIError](err)
+	if !ok || ae.Kind != openai.KindRateLimited || ae.Type != "overloaded" || ae.Code != "x9" || !strings.HasPrefix(ae.Message, "body ") {
+		t.Fatalf("Chat on %s = %#v; want a rate-limited error of type overloaded, code x9, quoting the answer", body, err)
 	}
 }
