@@ -132,6 +132,9 @@ func TestCoreJobsUseTheirOwnModel(t *testing.T) {
 	if r := c.waitDM(t, rpc.DMCoreReport); r.Core != "deep" || !strings.Contains(r.Text, "The answer is 42.") {
 		t.Errorf("core report = %+v", r)
 	}
+	if r := c.waitDM(t, rpc.DMReply); r.Text != "Started deep." { // the core may report first
+		t.Errorf("reply = %+v", r)
+	}
 	for _, tt := range []struct {
 		name   string
 		server *openaitest.Server
