@@ -81,14 +81,11 @@ func (rt *Runtime) Attach() {
 	rt.sess.Hooks = session.Hooks{
 		Opened: rt.open,
 		Push:   rt.push,
-		Events: func(after int64) []rpc.Event { return rt.arbiter().Events(after) },
-		HashAt: func(rev int64) string {
-			h, _ := rt.arbiter().HashAt(rev)
-			return h
-		},
+		Events: rt.events, Head: rt.head, HashAt: rt.hashAt,
 		Stopping: rt.stop,
 		Status:   func() []rpc.StatusReq { return rt.status() },
-		Snapshot: rt.snapshot,
+		Snapshot: rt.snapshot, SnapshotCadence: rt.snapshotCadence,
+		Notify: rt.notify,
 	}
 }
 
@@ -253,22 +250,6 @@ func (rt *Runtime) firstTime(id string) bool {
 		rt.order = rt.order[1:]
 	}
 	return true
-}
-
-// snapshot is the lanes' working memory for heartbeat replication.
-func (rt *Runtime) snapshot() json.RawMessage {
-	rt.mu.Lock()
-	ln := rt.lane
-	rt.mu.Unlock()
-	if ln == nil {
-		return nil
-	}
-	raw, err := ln.Snapshot()
-	if err != nil {
-		rt.log.Warn("snapshot failed", "error", err.Error())
-		return nil
-	}
-	return raw
 }
 
 func (rt *Runtime) status() []rpc.StatusReq {

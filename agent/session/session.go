@@ -70,12 +70,15 @@ type Session struct {
 	// and logs passes it, and the runtime redacts with it too.
 	Redactor *redact.Redactor
 
+	// BacklogLimit is how many committed events choird may lack before
+	// the user is told (Hooks.Notify); New sets DefaultBacklogLimit.
+	BacklogLimit int64
+
 	mu            sync.Mutex
 	reported      map[string]rpc.StatusReq
-	beats         int
 	configVersion int64
 	config        json.RawMessage
-	ackRev        int64
+	repl          replState
 	// end stops Run from inside the agent (End); endReason keeps a
 	// request made before Run could take it.
 	end       func(reason string)
@@ -92,9 +95,12 @@ type Hooks struct {
 	// Push receives the push events the session does not handle itself:
 	// user_message, inject, cancel, approval.
 	Push func(ev rpc.PushEvent)
-	// Events returns the committed events after rev, in order, and HashAt
-	// the chain hash at rev ("" at 0): what heartbeats replicate.
-	Events func(afterRev int64) []rpc.Event
+	// Events returns at most max committed events after rev, in order;
+	// Head the newest committed revision; HashAt the chain hash at rev (""
+	// at 0): what heartbeats replicate. The log they read keeps every
+	// event, so the unacknowledged ones are always there to resend.
+	Events func(afterRev int64, max int) []rpc.Event
+	Head   func() int64
 	HashAt func(rev int64) string
 	// Stopping runs at a graceful stop, before the final heartbeat: the
 	// lanes reach their safe point.
@@ -102,23 +108,24 @@ type Hooks struct {
 	// Status reports the lanes; changes are sent with REPORT_STATUS after
 	// each heartbeat.
 	Status func() []rpc.StatusReq
-	// Snapshot is the working-memory snapshot (§13.4), sent every
-	// snapshotEvery heartbeats and with the final one.
-	Snapshot func() json.RawMessage
+	// Snapshot takes the working-memory snapshot (§13.4, an rpc.Snapshot
+	// as JSON) and the revision it describes; ok is false when none could
+	// be taken. SnapshotCadence says how often: every revs revisions, or
+	// after every when anything was committed since (nil: the config
+	// defaults). See snapshotDue.
+	Snapshot        func() (rev int64, doc json.RawMessage, ok bool)
+	SnapshotCadence func() (revs int64, every time.Duration)
+	// Notify tells the user something through the DM (the runtime's
+	// notice path): here, that choird is behind.
+	Notify func(text string)
 }
-
-// snapshotEvery is how many heartbeats pass between two snapshots.
-const snapshotEvery = 6
-
-// maxPatches bounds the events one heartbeat carries; a longer backlog
-// takes several heartbeats (the final one loops until all are sent).
-const maxPatches = 256
 
 // New prepares a session; Run starts it. What it sends through cp and
 // writes to log is redacted (see Redacted and redact.Redactor.Logger).
 func New(cp rpc.ControlPlane, id Identity, v rpc.ImageInfo, heartbeat time.Duration, log *slog.Logger) *Session {
 	r := redact.New(nil)
-	return &Session{cp: Redacted(cp, r), id: id, version: v, interval: heartbeat, log: r.Logger(log), Redactor: r}
+	return &Session{cp: Redacted(cp, r), id: id, version: v, interval: heartbeat, log: r.Logger(log), Redactor: r,
+		BacklogLimit: DefaultBacklogLimit, repl: replState{snapAt: time.Now()}}
 }
 
 // Log is the session's logger, which redacts secret values.
@@ -189,16 +196,7 @@ func (s *Session) Run(ctx context.Context) error {
 	if s.Hooks.Stopping != nil {
 		s.Hooks.Stopping(byeCtx)
 	}
-	for {
-		more, herr := s.heartbeatFinal(byeCtx)
-		if herr != nil {
-			s.log.Warn("final heartbeat failed", "error", herr.Error())
-			break
-		}
-		if !more {
-			break
-		}
-	}
+	s.flush(byeCtx)
 	once.Do(func() {}) // whoever set reason has finished
 	if _, terr := s.cp.Terminate(byeCtx, rpc.TerminateReq{Reason: reason}); terr != nil {
 		s.log.Warn("terminate failed", "error", terr.Error())
@@ -277,7 +275,7 @@ func (s *Session) heartbeatLoop(ctx context.Context) error {
 			return ctx.Err()
 		case <-t.C:
 		}
-		latest, _, err := s.heartbeat(ctx, false)
+		latest, err := s.replicate(ctx)
 		if err != nil {
 			var rerr *rpc.Error
 			if errors.As(err, &rerr) && rerr.Status == 401 {
@@ -295,55 +293,6 @@ func (s *Session) heartbeatLoop(ctx context.Context) error {
 			}
 		}
 	}
-}
-
-// heartbeat replicates the committed events after the acknowledged
-// revision (at most maxPatches) and reports lane status changes. It returns
-// the latest config version and whether events remain to send.
-func (s *Session) heartbeat(ctx context.Context, final bool) (int64, bool, error) {
-	s.mu.Lock()
-	base := s.ackRev
-	req := rpc.HeartbeatReq{BaseRev: base, NewRev: base, ConfigVersion: s.configVersion, Timestamp: time.Now().UTC(), Final: final}
-	s.mu.Unlock()
-	more := false
-	if s.Hooks.Events != nil {
-		evs := s.Hooks.Events(base)
-		if len(evs) > maxPatches {
-			evs, more = evs[:maxPatches], true
-		}
-		if len(evs) > 0 {
-			req.Patches = evs
-			req.NewRev = evs[len(evs)-1].Rev
-			req.HashNew = evs[len(evs)-1].Hash
-			if s.Hooks.HashAt != nil {
-				req.HashPrev = s.Hooks.HashAt(base)
-			}
-		}
-	}
-	if final {
-		req.Final = !more
-	}
-	s.mu.Lock()
-	s.beats++
-	snap := s.Hooks.Snapshot != nil && (req.Final || s.beats%snapshotEvery == 0)
-	s.mu.Unlock()
-	if snap {
-		req.Snapshot = s.Hooks.Snapshot()
-	}
-	resp, err := s.cp.Heartbeat(ctx, req)
-	if err != nil {
-		return 0, more, err
-	}
-	s.mu.Lock()
-	s.ackRev = resp.AckRev
-	s.mu.Unlock()
-	s.reportStatus(ctx)
-	return resp.ConfigVersionLatest, more, nil
-}
-
-func (s *Session) heartbeatFinal(ctx context.Context) (bool, error) {
-	_, more, err := s.heartbeat(ctx, true)
-	return more, err
 }
 
 // reportStatus sends REPORT_STATUS for each lane whose report changed.
