@@ -184,7 +184,7 @@ func TestBacklogDrainsOverSeveralHeartbeats(t *testing.T) {
 		atLeast    int // heartbeats
 		byteBudget bool
 	}{
-		{"small events, count-bound", 1000, 100, 4, false},
+		{"small events, count-bound", 4 * rpc.HeartbeatMaxEvents, 100, 4, false},
 		{"large events, byte-bound", 60, 64 << 10, 4, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -386,12 +386,12 @@ func TestSnapshotCadence(t *testing.T) {
 // never an earlier one (choird stores it only once it holds the revision).
 func TestSnapshotWaitsForItsRevision(t *testing.T) {
 	l := &agentLog{size: 20}
-	l.commit(600) // three heartbeats' worth
+	l.commit(2*rpc.HeartbeatMaxEvents + 100) // three heartbeats' worth
 	c := &storingChoird{}
 	s, _ := replicating(c, l)
 	var taken []int64
 	s.Hooks.Snapshot = snapshotHook(l, &taken)
-	s.Hooks.SnapshotCadence = func() (int64, time.Duration) { return 500, time.Hour }
+	s.Hooks.SnapshotCadence = func() (int64, time.Duration) { return 2 * rpc.HeartbeatMaxEvents, time.Hour }
 	if _, err := s.replicate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +402,9 @@ func TestSnapshotWaitsForItsRevision(t *testing.T) {
 			t.Errorf("heartbeat %d carries the snapshot of %d but reaches only %d", i, b.SnapshotRev, b.NewRev)
 		}
 	}
-	if _, ok := c.snapshots[600]; !ok || fmt.Sprint(taken) != "[600]" {
-		t.Errorf("snapshots stored %v, taken %v; want the one of revision 600", c.snapshots, taken)
+	want := int64(2*rpc.HeartbeatMaxEvents + 100)
+	if _, ok := c.snapshots[want]; !ok || fmt.Sprint(taken) != fmt.Sprintf("[%d]", want) {
+		t.Errorf("snapshots stored %v, taken %v; want the one of revision %d", c.snapshots, taken, want)
 	}
 }
 
