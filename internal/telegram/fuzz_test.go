@@ -88,6 +88,10 @@ func FuzzGetUpdates(f *testing.F) {
 			return
 		}
 		code := 200 + int(status)%400
+		// A token written out in the body (not echoed) is redacted by the
+		// client it belongs to only, which changes the error's length and
+		// where a quote ends: the two errors are only comparable without one.
+		comparable := !bytes.Contains(body, []byte(fuzzToken)) && !bytes.Contains(body, []byte(otherToken))
 		ups, err := getUpdates(t, fuzzToken, code, body)
 		_, other := getUpdates(t, otherToken, code, body)
 		if (err == nil) != (other == nil) {
@@ -101,10 +105,7 @@ func FuzzGetUpdates(f *testing.F) {
 			if strings.Contains(msg, fuzzToken) {
 				t.Fatalf("error quotes the token: %s", msg)
 			}
-			// A token written out in the body (not echoed) is redacted by
-			// the client it belongs to only.
-			both := strings.NewReplacer(fuzzToken, "<redacted>", otherToken, "<redacted>")
-			if both.Replace(msg) != both.Replace(other.Error()) {
+			if comparable && msg != other.Error() {
 				if snippetCutsToken(body, fuzzToken) {
 					t.Skip("known bug: a non-JSON answer's snippet is cut before the token is redacted (TestNotJSONAnswerNeverQuotesPartOfToken)")
 				}
