@@ -67,7 +67,11 @@
 //	FETCH_DYNAMIC_CONFIG  ConfigReq → ConfigResp
 //	EXECUTE_HOST_TOOL     HostToolReq → HostToolResp
 //
-// No verb performs a host-destructive operation.
+// No verb performs a host-destructive operation. A HEARTBEAT whose events
+// do not follow the session's stored log (a gap, or hashes that do not
+// chain from the stored head) is refused whole with 409
+// "replication_refused", the error carrying "head" ({"rev","hash"}): the
+// agent resends from head.rev+1.
 //
 // # Server push (choird → agent)
 //
