@@ -36,7 +36,12 @@ running() {
 	[ -f "$dir/pid" ] || return 1
 	pid=$(cat "$dir/pid")
 	kill -0 "$pid" 2>/dev/null || return 1
-	[ ! -r "/proc/$pid/cmdline" ] || grep -q -e pglite-socket -e pglite.sh "/proc/$pid/cmdline"
+	# (an empty or unreadable cmdline: a process in the middle of its exec)
+	cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || return 0
+	case "$cmd" in
+	"" | *pglite-socket* | *pglite.sh*) return 0 ;;
+	*) return 1 ;;
+	esac
 }
 
 # answers DIR's port with a Postgres startup? (expects an 'R' message back)
