@@ -84,6 +84,9 @@ func numeric(s string) (json.Number, error) {
 	}
 	zero := strings.Trim(mant, "-+0.") == ""
 	if zero {
+		if 1+scale > MaxNumberDigits { // "0." and scale zeros
+			return "", errors.New("too many digits")
+		}
 		return json.Number(new(big.Rat).FloatString(int(scale))), nil
 	}
 	if e.Int64() > 2*MaxNumberDigits {
