@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 )
 
@@ -115,7 +116,7 @@ func ParseResult(raw []byte) (Result, error) {
 	if err := dec.Decode(&members); err != nil || members == nil {
 		return Result{}, fmt.Errorf("want one JSON object: %s", describeJSONError(err))
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		return Result{}, errors.New("want one JSON object: unexpected data after it")
 	}
 	var r Result

@@ -246,7 +246,9 @@ func (c *Client) decode(method string, resp *http.Response, result any) error {
 // notAPIAnswer is the error for an answer that is not the Bot API's JSON:
 // typically a proxy's HTML error page.
 func (c *Client) notAPIAnswer(method string, resp *http.Response, data []byte) error {
-	snippet := data
+	// The token is removed before the body is cut: a cut through an echoed
+	// token would leave a part of it that redaction no longer recognises.
+	snippet := c.redact(string(data))
 	if len(snippet) > 200 {
 		snippet = snippet[:200]
 	}
