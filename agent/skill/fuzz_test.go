@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"choir/internal/jsonlimit"
+	"choir/testkit"
 )
 
 // maxFuzzSpec caps one fuzz input: a real skill file is a few KiB, and the
@@ -56,8 +57,8 @@ func FuzzParseSpec(f *testing.F) {
 			checkFaults(t, err, func(fl Fault) bool { return fl.File == file })
 			return
 		}
-		if !utf8.Valid(data) || nesting(data) > jsonlimit.DefaultMaxDepth {
-			t.Fatalf("Parse accepted %q: invalid UTF-8 or nested %d deep", data, nesting(data))
+		if !utf8.Valid(data) || testkit.JSONNesting(data) > jsonlimit.DefaultMaxDepth {
+			t.Fatalf("Parse accepted %q: invalid UTF-8 or nested %d deep", data, testkit.JSONNesting(data))
 		}
 		out, err := json.Marshal(spec)
 		if err != nil {
@@ -84,26 +85,6 @@ func FuzzParseSpec(f *testing.F) {
 		checkMachine(t, spec)
 		runShortestPath(t, spec)
 	})
-}
-
-// nesting returns how deeply objects and arrays nest in a valid JSON
-// document, the outermost counting as 1.
-func nesting(data []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // checkFaults asserts err is a *SpecError whose faults all say something and

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"choir/internal/jsonlimit"
+	"choir/testkit"
 )
 
 // maxFuzzInput caps one fuzz input: manifests and tool results are small,
@@ -52,8 +53,8 @@ func FuzzParseManifest(f *testing.F) {
 			}
 			return
 		}
-		if !utf8.Valid(data) || nesting(data) > jsonlimit.DefaultMaxDepth {
-			t.Fatalf("ParseManifest accepted %q: invalid UTF-8 or nested %d deep", data, nesting(data))
+		if !utf8.Valid(data) || testkit.JSONNesting(data) > jsonlimit.DefaultMaxDepth {
+			t.Fatalf("ParseManifest accepted %q: invalid UTF-8 or nested %d deep", data, testkit.JSONNesting(data))
 		}
 		checkManifest(t, m)
 		out, err := json.Marshal(m)
@@ -81,26 +82,6 @@ func FuzzParseManifest(f *testing.F) {
 			}
 		}
 	})
-}
-
-// nesting returns how deeply objects and arrays nest in a valid JSON
-// document, the outermost counting as 1.
-func nesting(data []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // checkManifest re-reads the documented rules on an accepted manifest.

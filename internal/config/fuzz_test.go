@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"choir/testkit"
 )
 
 // maxFuzzInput caps what one fuzz input may be: a real config.json is a few
@@ -57,8 +59,8 @@ func FuzzParseConfig(f *testing.F) {
 			problemsOf(t, err, ConfigFile)
 			return
 		}
-		if !utf8.Valid(data) || nesting(data) > MaxDepth {
-			t.Fatalf("Parse accepted %q: invalid UTF-8 or nested %d deep (limit %d)", data, nesting(data), MaxDepth)
+		if !utf8.Valid(data) || testkit.JSONNesting(data) > MaxDepth {
+			t.Fatalf("Parse accepted %q: invalid UTF-8 or nested %d deep (limit %d)", data, testkit.JSONNesting(data), MaxDepth)
 		}
 		first, err := json.Marshal(withEmptyMaps(c))
 		if err != nil {
@@ -117,26 +119,6 @@ func withEmptyMaps(c *Config) *Config {
 		}
 	}
 	return &cp
-}
-
-// nesting returns how deeply objects and arrays nest in a valid JSON
-// document, the outermost counting as 1.
-func nesting(data []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // alnumCanary turns s into a non-empty string of letters and digits of the
@@ -204,8 +186,8 @@ func FuzzParseSecrets(f *testing.F) {
 		if len(sa) != len(sb) {
 			t.Fatalf("ParseSecrets gave %d then %d secrets", len(sa), len(sb))
 		}
-		if d := doc(a); !utf8.Valid(d) || nesting(d) > MaxDepth {
-			t.Fatalf("ParseSecrets accepted %q: invalid UTF-8 or nested %d deep (limit %d)", d, nesting(d), MaxDepth)
+		if d := doc(a); !utf8.Valid(d) || testkit.JSONNesting(d) > MaxDepth {
+			t.Fatalf("ParseSecrets accepted %q: invalid UTF-8 or nested %d deep (limit %d)", d, testkit.JSONNesting(d), MaxDepth)
 		}
 		for n, v := range sa {
 			if ValidSecretName(n) != nil || len(v) > MaxSecretValueBytes {

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"choir/internal/jsonlimit"
+	"choir/testkit"
 )
 
 // maxFuzzBody caps one fuzz input; the cap keeps every execution fast.
@@ -50,8 +51,8 @@ func FuzzDecodeStrict(f *testing.F) {
 		if !json.Valid(body) {
 			t.Fatalf("DecodeStrict accepted %q, which is not one JSON value", body)
 		}
-		if !utf8.Valid(body) || nesting(body) > 2*jsonlimit.DefaultMaxDepth {
-			t.Fatalf("DecodeStrict accepted %q: invalid UTF-8 or nested %d deep", body, nesting(body))
+		if !utf8.Valid(body) || testkit.JSONNesting(body) > 2*jsonlimit.DefaultMaxDepth {
+			t.Fatalf("DecodeStrict accepted %q: invalid UTF-8 or nested %d deep", body, testkit.JSONNesting(body))
 		}
 		out, err := json.Marshal(req)
 		if err != nil {
@@ -65,26 +66,6 @@ func FuzzDecodeStrict(f *testing.F) {
 			t.Fatalf("round trip changed the %T:\n%s\n%s", req, out, out2)
 		}
 	})
-}
-
-// nesting returns how deeply objects and arrays nest in a valid JSON
-// document, the outermost counting as 1.
-func nesting(data []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			deepest = max(deepest, depth)
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // readAll reads every event of an SSE stream until its first error.
