@@ -464,6 +464,13 @@ func TestToolsCannotStopTheAgent(t *testing.T) {
 	rig.start(t, "agent-1")
 	before := rig.container(t, "agent-1").ID
 
+	// What every tool process starts with: the kernel's first choice under
+	// memory pressure, and a process limit below the container's 256 pids
+	// that leaves 64 for the agent.
+	if out := rig.say(t, "agent-1", `$ echo "adj=$(cat /proc/self/oom_score_adj) nproc=$(ulimit -u) uid=$(id -u)"`); !strings.Contains(out, fmt.Sprintf("adj=1000 nproc=192 uid=%d", testkit.ToolUID)) {
+		t.Errorf("a tool's limits: %s; want adj=1000 nproc=192 uid=%d", firstLines(out, 2), testkit.ToolUID)
+	}
+
 	attacks := []struct {
 		name, command string
 		reply         string // in the reply (the tool's result as the model saw it)
