@@ -48,6 +48,11 @@ const (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.IdleArg {
+		for { // the sandbox's probe kills it
+			time.Sleep(time.Hour)
+		}
+	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.LaunchArg {
 		// choir-agent as the launcher of a tool process (agent/sandbox).
 		err := sandbox.Launch(os.Args[2:])
@@ -128,6 +133,9 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 		return fmt.Errorf("tool sandbox: %w", err)
 	}
 	log.Info("tool sandbox ready", "tool_uid", sb.UID, "tool_gid", sb.GID, "tool_nproc", sb.NProc)
+	if sb.NoNProc != "" {
+		log.Warn("tools run without a process limit", "reason", sb.NoNProc)
+	}
 	var tlsConf *tls.Config
 	if o.tlsCA != "" {
 		pem, err := os.ReadFile(o.tlsCA)

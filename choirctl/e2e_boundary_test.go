@@ -10,10 +10,12 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -582,4 +584,42 @@ print "released\n"'`, "chat", "agent-1", "--once", "--timeout", "11m")
 	ctlRun(t, rig.home, "", "agent", "stop", "agent-1")
 	ctlRun(t, rig.home, "", "agent", "stop", "agent-2")
 	rig.d.stop(t)
+}
+
+// TestToolsWorkWhenTheWorkspaceOwnerIsBusyElsewhere: RLIMIT_NPROC counts a
+// user's processes on the whole host, so when the workspace's owner has
+// more there than the tools' limit leaves room for, choir-agent drops the
+// limit (and says why in its log) instead of leaving its tools unable to
+// fork.
+func TestToolsWorkWhenTheWorkspaceOwnerIsBusyElsewhere(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run processes as the workspace's owner")
+	}
+	for i := 0; i < 220; i++ { // above the 192 the rig's 256 pids leave tools
+		cmd := exec.Command("sleep", "600")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: testkit.ToolUID, Gid: testkit.ToolGID}}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	}
+	rig := newBoundaryRig(t)
+	rig.start(t, "agent-1")
+	if out := rig.say(t, "agent-1", `$ echo "nproc=$(ulimit -u)"; for i in 1 2 3 4 5 6 7 8; do true & done; wait; echo forked`); strings.Contains(out, "nproc=192") || !strings.Contains(out, "forked") {
+		t.Errorf("a tool of a busy workspace owner: %s; want no process limit and forks that work", firstLines(out, 2))
+	}
+	if log := rig.agentLogTail("agent-1"); !strings.Contains(string(mustRead(t, filepath.Join(rig.home, "logs", "agent-1.log"))), "tools run without a process limit") {
+		t.Errorf("the agent's log does not say why its tools have no process limit:\n%s", log)
+	}
+	ctlRun(t, rig.home, "", "agent", "stop", "agent-1")
+	rig.d.stop(t)
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

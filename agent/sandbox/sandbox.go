@@ -41,8 +41,17 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LaunchArg, as choir-agent's first argument, makes it the launcher.
-const LaunchArg = "--choir-launch"
+// LaunchArg, as choir-agent's first argument, makes it the launcher;
+// IdleArg makes it a process that waits to be killed (the NPROC probe's).
+const (
+	LaunchArg = "--choir-launch"
+	IdleArg   = "--choir-idle"
+	probeArg  = "--choir-probe"
+)
+
+// ProbeProcs is how many processes the tools' process limit must leave
+// room for at start, or it is dropped (see Enter).
+const ProbeProcs = 32
 
 // ToolOOMScoreAdj is the oom_score_adj of every tool process: the first the
 // kernel's OOM killer picks.
@@ -60,6 +69,8 @@ type Sandbox struct {
 	// NProc is RLIMIT_NPROC for tools (0: none), the container's pids limit
 	// less AgentReserve.
 	NProc uint64
+	// NoNProc says why NProc is 0 although the container has a pids limit.
+	NoNProc string
 }
 
 var current atomic.Pointer[Sandbox]
@@ -93,6 +104,14 @@ func Enter(workspace string) (*Sandbox, error) {
 	sb := &Sandbox{UID: int(st.Uid), GID: int(st.Gid), Launcher: exe}
 	if max, ok := pidsMax(); ok && max > AgentReserve*2 {
 		sb.NProc = max - AgentReserve
+		// RLIMIT_NPROC counts the user's processes on the whole host (there
+		// is no user namespace): a workspace owner with many processes
+		// there would leave tools unable to fork at all. Then the limit is
+		// dropped, and said why.
+		if err := sb.probe(); err != nil {
+			sb.NoNProc = fmt.Sprintf("uid %d cannot start %d processes under a limit of %d (%v): it has processes outside this container; a dedicated user for workspaces keeps fork bombs from the agent's threads", sb.UID, ProbeProcs, sb.NProc, err)
+			sb.NProc = 0
+		}
 	}
 	// Supplementary groups: none (root's would reach group-0 files).
 	if err := syscall.Setgroups(nil); err != nil {
@@ -111,6 +130,37 @@ func Enter(workspace string) (*Sandbox, error) {
 	}
 	current.Store(sb)
 	return sb, nil
+}
+
+// probe starts ProbeProcs idle processes as the tools would, under NProc.
+func (sb *Sandbox) probe() error {
+	cmd := exec.Command(sb.Launcher, LaunchArg, strconv.FormatUint(sb.NProc, 10), probeArg)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(sb.UID), Gid: uint32(sb.GID), Groups: []uint32{}}}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("%v: %s", err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// runProbe, in the launcher, starts n idle copies of choir-agent and kills
+// them; the first that cannot start fails it.
+func runProbe(n int) error {
+	var pids []int
+	defer func() {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			syscall.Wait4(pid, &ws, 0, nil)
+		}
+	}()
+	for i := 0; i < n; i++ {
+		pid, err := syscall.ForkExec("/proc/self/exe", []string{"choir-agent", IdleArg}, &syscall.ProcAttr{})
+		if err != nil {
+			return fmt.Errorf("process %d of %d: %w", i+1, n, err)
+		}
+		pids = append(pids, pid)
+	}
+	return nil
 }
 
 // setFS sets the fsuid or fsgid of every thread (setfsuid is per thread;
@@ -222,6 +272,12 @@ func Launch(args []string) error {
 		if err := unix.Setrlimit(unix.RLIMIT_NPROC, &lim); err != nil {
 			return fmt.Errorf("launcher: limit processes to %d: %w", nproc, err)
 		}
+	}
+	if args[1] == probeArg {
+		if err := runProbe(ProbeProcs); err != nil {
+			return err
+		}
+		os.Exit(0)
 	}
 	path := args[1]
 	argv := append([]string{path}, args[2:]...)
