@@ -16,13 +16,12 @@ import (
 	"time"
 )
 
-func runApproval(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "approval", args, map[string]func(context.Context, *env, []string) error{
-		"list":    approvalList,
-		"show":    approvalShow,
-		"approve": func(ctx context.Context, e *env, args []string) error { return approvalDecide(ctx, e, args, true) },
-		"reject":  func(ctx context.Context, e *env, args []string) error { return approvalDecide(ctx, e, args, false) },
-	})
+// approvalCommands are the subcommands of `choirctl approval`.
+var approvalCommands = []command{
+	{name: "list", args: "[--agent=<id>] [--json]", summary: "the proposals waiting for a decision", run: approvalList},
+	{name: "show", args: "<id> [--json]", summary: "one proposal in full", run: approvalShow},
+	{name: "approve", args: "<id>", summary: "approve a proposal", run: func(ctx context.Context, e *env, args []string) error { return approvalDecide(ctx, e, args, true) }},
+	{name: "reject", args: "<id>", summary: "reject a proposal", run: func(ctx context.Context, e *env, args []string) error { return approvalDecide(ctx, e, args, false) }},
 }
 
 func approvalList(ctx context.Context, e *env, args []string) error {

@@ -11,10 +11,9 @@ import (
 	"fmt"
 )
 
-func runConfig(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "config", args, map[string]func(context.Context, *env, []string) error{
-		"show": configShow,
-	})
+// configCommands are the subcommands of `choirctl config`.
+var configCommands = []command{
+	{name: "show", summary: "the running configuration (secret names only)", run: configShow},
 }
 
 func configShow(ctx context.Context, e *env, args []string) error {

@@ -6,6 +6,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -13,42 +14,13 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 
 	"choir/internal/config"
 	"choir/internal/ctl"
 )
-
-const usage = `usage: choirctl [--home DIR] <command> [arguments]
-
-Commands:
-  init [--global-repo DIR]      create ~/.choir.d with a skeleton config (and the global repo)
-  status                        choird health, config version, loaded resources
-  config show                   the running configuration (secret names only)
-  secret list                   secret names (never values)
-  secret set <name> [value]     set a secret (value from stdin when omitted)
-  secret delete <name>          delete a secret
-  secret apply                  make choird reload secrets and refresh agents
-  logs <choird|agent-id>        print a log, then follow it until Ctrl-C
-  agent init <agent-id>         add a placeholder agent and scaffold its repo
-  agent build <agent-id>        build the agent's image from its repos
-  agent start <agent-id> --dm=  start an agent (flags override its defaults)
-  agent stop|restart <agent-id> stop gracefully, or stop and start again
-  agent status <agent-id>       state, session, bindings, lanes, heartbeat
-  agent list                    every configured agent and its state
-  chat <agent-id> [--once]      talk to a running agent from the terminal
-  session list|events|cores|cancel|compact   sessions, their logs and core jobs
-  model list|get|set            models (set: until the agent restarts)
-  voice list|get|set            voice profiles
-  approval list|show|approve|reject   the proposals waiting for a human
-  workspace list                workspaces, paths and lease holders
-  workspace reset <name>        empty a workspace (stops its holder first)
-
---home defaults to $CHOIR_HOME, else ~/.choir.d.
-Run 'choirctl <command> --help' for a command's flags.
-`
 
 // env is what every command gets: where the home is, and its streams.
 type env struct {
@@ -60,25 +32,109 @@ type env struct {
 
 func (e *env) client() *ctl.Client { return ctl.NewClient(e.home.AdminSocket()) }
 
+// command is one row of the command table: a command, or a group whose
+// subcommands dispatch again (at most two levels). The table is the one
+// source of dispatch, of `choirctl --help`, of each group's help and of
+// `choirctl completion bash`, so none of them can drift from the others.
 type command struct {
-	run  func(ctx context.Context, e *env, args []string) error
-	help string
+	name    string
+	args    string                                                 // what follows the name in the help listing
+	summary string                                                 // one line
+	run     func(ctx context.Context, e *env, args []string) error // nil for a group
+	subs    []command                                              // a group's subcommands
 }
 
-// commands is the table of top-level commands; groups dispatch again.
-var commands = map[string]command{
-	"init":      {runInit, "create ~/.choir.d"},
-	"status":    {runStatus, "choird health"},
-	"config":    {runConfig, "config show"},
-	"secret":    {runSecret, "secret list|set|delete"},
-	"logs":      {runLogs, "print and follow a log"},
-	"agent":     {runAgent, "agent lifecycle"},
-	"workspace": {runWorkspace, "workspace list|reset"},
-	"chat":      {runChat, "console DM"},
-	"approval":  {runApproval, "approval list|show|approve|reject"},
-	"session":   {runSession, "session list|events|cores|cancel|compact"},
-	"model":     {runModel, "model list|get|set"},
-	"voice":     {runVoice, "voice list|get|set"},
+// commands is the table of top-level commands. It is filled in init because
+// `completion` reads it.
+var commands []command
+
+func init() {
+	commands = []command{
+		{name: "init", args: "[--global-repo DIR]", summary: "create ~/.choir.d with a skeleton config (and the global repo)", run: runInit},
+		{name: "status", args: "[--json] [--wait D]", summary: "choird health, config version, loaded resources", run: runStatus},
+		{name: "config", summary: "the running configuration", subs: configCommands},
+		{name: "secret", summary: "secret names and values in secrets.json", subs: secretCommands},
+		{name: "logs", args: "<choird|agent-id> [--no-follow]", summary: "print a log, then follow it until Ctrl-C", run: runLogs},
+		{name: "agent", summary: "agents: scaffold, build, start, stop, inspect", subs: agentCommands},
+		{name: "chat", args: "<agent-id> [--once]", summary: "talk to a running agent from the terminal", run: runChat},
+		{name: "session", summary: "sessions, their event logs and core jobs", subs: sessionCommands},
+		{name: "model", summary: "models (set: until the agent restarts)", subs: modelCommands},
+		{name: "voice", summary: "voice profiles (set: until the agent restarts)", subs: voiceCommands},
+		{name: "approval", summary: "the proposals waiting for a human", subs: approvalCommands},
+		{name: "workspace", summary: "workspaces, paths and lease holders", subs: workspaceCommands},
+		{name: "completion", summary: "print a shell completion script", subs: completionCommands},
+	}
+}
+
+// find returns the command named name in list.
+func find(list []command, name string) (command, bool) {
+	for _, c := range list {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// isHelp reports whether a is a request for help in a command's place.
+func isHelp(a string) bool {
+	switch a {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// writeUsage prints choirctl's usage: every command and group, one line each.
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, "usage: choirctl [--home DIR] <command> [arguments]\n\nCommands:\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range commands {
+		synopsis := c.args
+		if c.subs != nil {
+			names := make([]string, len(c.subs))
+			for i, s := range c.subs {
+				names[i] = s.name
+			}
+			synopsis = strings.Join(names, "|")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(c.name+" "+synopsis), c.summary)
+	}
+	tw.Flush()
+	fmt.Fprint(w, "\n--home defaults to $CHOIR_HOME, else ~/.choir.d.\n"+
+		"Run 'choirctl <command> --help' for a command's subcommands or flags.\n")
+}
+
+// writeGroupUsage prints a group's usage: each subcommand on one line.
+func writeGroupUsage(w io.Writer, g command) {
+	fmt.Fprintf(w, "usage: choirctl %s <subcommand> [arguments]\n\n%s.\n\nSubcommands:\n", g.name, sentence(g.summary))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range g.subs {
+		fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(s.name+" "+s.args), s.summary)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "\nRun 'choirctl %s <subcommand> --help' for its flags.\n", g.name)
+}
+
+// sentence capitalises a one-line summary to start a sentence.
+func sentence(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return string(s[0]-'a'+'A') + s[1:]
+}
+
+// summaryOf returns the one-line summary of "cmd" or "group sub", if any.
+func summaryOf(path string) string {
+	name, sub, _ := strings.Cut(path, " ")
+	c, ok := find(commands, name)
+	if ok && sub != "" {
+		c, ok = find(c.subs, sub)
+	}
+	if !ok {
+		return ""
+	}
+	return c.summary
 }
 
 // usageError is a mistake in the command line (exit status 2).
@@ -101,24 +157,48 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	homeFlag := fs.String("home", "", "")
 	if err := fs.Parse(args); err != nil || fs.NArg() == 0 {
 		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
+			writeUsage(stdout)
 			return 0
 		}
 		if err != nil {
 			fmt.Fprintf(stderr, "choirctl: %v\n", err)
 		}
-		fmt.Fprint(stderr, usage)
+		writeUsage(stderr)
 		return 2
 	}
 	name, rest := fs.Arg(0), fs.Args()[1:]
-	cmd, ok := commands[name]
-	if !ok {
-		if name == "help" {
-			fmt.Fprint(stdout, usage)
+	if name == "help" {
+		// `choirctl help [command [subcommand]]` is that command's --help.
+		if len(rest) == 0 {
+			writeUsage(stdout)
 			return 0
 		}
-		fmt.Fprintf(stderr, "choirctl: unknown command %q\n%s", name, usage)
+		name, rest = rest[0], append(rest[1:len(rest):len(rest)], "--help")
+	}
+	cmd, ok := find(commands, name)
+	if !ok {
+		fmt.Fprintf(stderr, "choirctl: unknown command %q\n", name)
+		writeUsage(stderr)
 		return 2
+	}
+	label := name
+	if cmd.subs != nil {
+		switch {
+		case len(rest) == 0:
+			fmt.Fprintf(stderr, "choirctl %s: want a subcommand\n", name)
+			writeGroupUsage(stderr, cmd)
+			return 2
+		case isHelp(rest[0]):
+			writeGroupUsage(stdout, cmd)
+			return 0
+		}
+		sub, ok := find(cmd.subs, rest[0])
+		if !ok {
+			fmt.Fprintf(stderr, "choirctl %s: unknown subcommand %q\n", name, rest[0])
+			writeGroupUsage(stderr, cmd)
+			return 2
+		}
+		cmd, rest, label = sub, rest[1:], name+" "+sub.name
 	}
 	home, err := resolveHome(*homeFlag)
 	if err != nil {
@@ -132,10 +212,10 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "choirctl %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "choirctl %s: %v\nusage: choirctl %s\nRun 'choirctl %s --help' for its flags.\n", label, err, strings.TrimSpace(label+" "+cmd.args), label)
 		return 2
 	default:
-		fmt.Fprintf(stderr, "choirctl %s: %v\n", name, err)
+		fmt.Fprintf(stderr, "choirctl %s: %v\n", label, err)
 		return 1
 	}
 }
@@ -147,15 +227,33 @@ func resolveHome(flagValue string) (config.Home, error) {
 	return config.DefaultHome()
 }
 
-// newFlags returns a flag set for a command whose help goes to stderr.
+// newFlags returns a flag set for a command. -h and --help print its usage
+// (the synopsis, the command's one-line summary from the table, its flags)
+// on stdout; parseFlags turns any other flag error into a usage error, which
+// realMain reports on stderr.
 func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
+	fs.SetOutput(&flagOut{stdout: e.stdout})
 	fs.Usage = func() {
-		fmt.Fprintf(e.stderr, "usage: choirctl %s\n", synopsis)
-		fs.PrintDefaults()
+		fmt.Fprintf(fs.Output(), "usage: choirctl %s\n", synopsis)
+		if s := summaryOf(name); s != "" {
+			fmt.Fprintf(fs.Output(), "\n%s.\n", sentence(s))
+		}
+		hasFlags := false
+		fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+		if hasFlags {
+			fmt.Fprintln(fs.Output())
+			fs.PrintDefaults()
+		}
 	}
 	return fs
+}
+
+// flagOut holds what the flag package prints until parseFlags knows whether
+// it was asked for help (stdout) or met a mistake (reported by realMain).
+type flagOut struct {
+	bytes.Buffer
+	stdout io.Writer
 }
 
 // parseFlags parses a command's flags wherever they appear among its
@@ -165,6 +263,12 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if out, ok := fs.Output().(*flagOut); ok {
+				if errors.Is(err, flag.ErrHelp) {
+					out.stdout.Write(out.Bytes())
+				}
+				out.Reset()
+			}
 			if errors.Is(err, flag.ErrHelp) {
 				return err
 			}
@@ -193,21 +297,4 @@ func oneArg(fs *flag.FlagSet, args []string, what string) (string, error) {
 		return "", usagef("want exactly one %s", what)
 	}
 	return fs.Arg(0), nil
-}
-
-// subcommand dispatches a two-level command such as `secret set`.
-func subcommand(ctx context.Context, e *env, group string, args []string, subs map[string]func(context.Context, *env, []string) error) error {
-	names := make([]string, 0, len(subs))
-	for n := range subs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	if len(args) == 0 {
-		return usagef("want a subcommand: %s", strings.Join(names, ", "))
-	}
-	run, ok := subs[args[0]]
-	if !ok {
-		return usagef("unknown subcommand %q: want %s", args[0], strings.Join(names, ", "))
-	}
-	return run(ctx, e, args[1:])
 }

@@ -18,24 +18,26 @@ import (
 	"choir/internal/ctl"
 )
 
-func runModel(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "model", args, map[string]func(context.Context, *env, []string) error{
-		"list": func(ctx context.Context, e *env, args []string) error { return catalog(ctx, e, args, false) },
-		"get":  func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, false) },
-		"set":  modelSet,
-	})
+// modelCommands are the subcommands of `choirctl model`.
+var modelCommands = []command{
+	{name: "list", summary: "the configured models and TTS providers", run: func(ctx context.Context, e *env, args []string) error { return catalog(ctx, e, args, false) }},
+	{name: "get", args: "<agent-id>", summary: "the model an agent uses now", run: func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, false) }},
+	{name: "set", args: "<agent-id> --llm=<name>", summary: "switch an agent's model until it restarts", run: modelSet},
 }
 
-func runVoice(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "voice", args, map[string]func(context.Context, *env, []string) error{
-		"list": func(ctx context.Context, e *env, args []string) error { return catalog(ctx, e, args, true) },
-		"get":  func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, true) },
-		"set":  voiceSet,
-	})
+// voiceCommands are the subcommands of `choirctl voice`.
+var voiceCommands = []command{
+	{name: "list", summary: "the configured voice profiles", run: func(ctx context.Context, e *env, args []string) error { return catalog(ctx, e, args, true) }},
+	{name: "get", args: "<agent-id>", summary: "the voice profile an agent uses now", run: func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, true) }},
+	{name: "set", args: "<agent-id> <name>", summary: "switch an agent's voice profile until it restarts", run: voiceSet},
 }
 
 func catalog(ctx context.Context, e *env, args []string, voices bool) error {
-	fs := newFlags(e, "list", "model list | voice list")
+	group := "model"
+	if voices {
+		group = "voice"
+	}
+	fs := newFlags(e, group+" list", group+" list")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -64,7 +66,11 @@ func catalog(ctx context.Context, e *env, args []string, voices bool) error {
 }
 
 func modelGet(ctx context.Context, e *env, args []string, voice bool) error {
-	fs := newFlags(e, "get", "model get <agent-id> | voice get <agent-id>")
+	group := "model"
+	if voice {
+		group = "voice"
+	}
+	fs := newFlags(e, group+" get", group+" get <agent-id>")
 	id, err := oneArg(fs, args, "agent id")
 	if err != nil {
 		return err

@@ -29,13 +29,12 @@ import (
 	"choir/internal/config"
 )
 
-func runSecret(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "secret", args, map[string]func(context.Context, *env, []string) error{
-		"list":   secretList,
-		"set":    secretSet,
-		"delete": secretDelete,
-		"apply":  secretApply,
-	})
+// secretCommands are the subcommands of `choirctl secret`.
+var secretCommands = []command{
+	{name: "list", summary: "secret names (never values)", run: secretList},
+	{name: "set", args: "<name> [value]", summary: "set a secret (value from stdin when omitted)", run: secretSet},
+	{name: "delete", args: "<name>", summary: "delete a secret", run: secretDelete},
+	{name: "apply", summary: "make choird reload secrets and refresh running agents", run: secretApply},
 }
 
 func secretApply(ctx context.Context, e *env, args []string) error {

@@ -18,14 +18,13 @@ import (
 	"time"
 )
 
-func runSession(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "session", args, map[string]func(context.Context, *env, []string) error{
-		"list":    sessionList,
-		"events":  sessionEvents,
-		"cores":   sessionCores,
-		"cancel":  sessionCancel,
-		"compact": sessionCompact,
-	})
+// sessionCommands are the subcommands of `choirctl session`.
+var sessionCommands = []command{
+	{name: "list", args: "[agent-id] [--json]", summary: "sessions, newest first", run: sessionList},
+	{name: "events", args: "<session-id> [--follow] [--json]", summary: "a session's replicated event log", run: sessionEvents},
+	{name: "cores", args: "<session-id>", summary: "a running session's core jobs", run: sessionCores},
+	{name: "cancel", args: "<session-id> <job-name>", summary: "stop one of a session's core jobs", run: sessionCancel},
+	{name: "compact", args: "<session-id>", summary: "make the agent fold its working memory now", run: sessionCompact},
 }
 
 func sessionList(ctx context.Context, e *env, args []string) error {

@@ -13,11 +13,10 @@ import (
 	"text/tabwriter"
 )
 
-func runWorkspace(ctx context.Context, e *env, args []string) error {
-	return subcommand(ctx, e, "workspace", args, map[string]func(context.Context, *env, []string) error{
-		"list":  workspaceList,
-		"reset": workspaceReset,
-	})
+// workspaceCommands are the subcommands of `choirctl workspace`.
+var workspaceCommands = []command{
+	{name: "list", args: "[--json]", summary: "workspaces, host paths and lease holders", run: workspaceList},
+	{name: "reset", args: "<name>", summary: "empty a workspace (stops its holder first)", run: workspaceReset},
 }
 
 func workspaceList(ctx context.Context, e *env, args []string) error {

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -24,7 +25,7 @@ func main() {
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
-	opts, err := parseFlags(args, stderr)
+	opts, err := parseFlags(args, stdout, stderr)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -66,10 +67,13 @@ type options struct {
 	agentBin  string
 }
 
-func parseFlags(args []string, stderr io.Writer) (options, error) {
+// parseFlags parses choird's command line. -h and --help print the usage on
+// stdout (and parseFlags returns flag.ErrHelp); a mistake prints it on stderr.
+func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("choird", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
 	fs.StringVar(&o.home, "home", "", "state directory (default $CHOIR_HOME, else ~/.choir.d)")
 	fs.BoolVar(&o.check, "check", false, "validate config.json and secrets.json, print every problem, and exit (1 when invalid)")
 	fs.StringVar(&o.transport, "transport", "uds", "how agents reach choird: uds (the control socket) or http (--listen, TLS)")
@@ -79,10 +83,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.agentBin, "agent-binary", "", "the static choir-agent that agent builds put in base images (default: choir-agent beside choird)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]")
+		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if errors.Is(err, flag.ErrHelp) {
+		stdout.Write(out.Bytes())
+		return o, err
+	}
+	stderr.Write(out.Bytes())
+	fs.SetOutput(stderr)
+	if err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
