@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,20 +23,7 @@ func TestEndStopsTheSessionWithItsReason(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			srv := rpc.NewServer(cd, rpc.DefaultLimits(), log)
-			srv.Open("s-1", "a-1", "tok")
-			sock := filepath.Join(t.TempDir(), "choird.sock")
-			l, err := rpc.ListenUnix(sock)
-			if err != nil {
-				t.Fatal(err)
-			}
-			hs := &http.Server{Handler: srv}
-			go hs.Serve(l)
-			defer hs.Close()
-			cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, cp := serveChoird(t, cd, "a-1", log)
 			s := New(cp, Identity{AgentID: "a-1", SessionID: "s-1"}, rpc.ImageInfo{}, 5*time.Millisecond, log)
 			stopped := make(chan struct{})
 			s.Hooks.Stopping = func(context.Context) { close(stopped) }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -136,20 +134,7 @@ func (c *secretsChoird) HandleStatus(_ context.Context, r rpc.StatusReq) (rpc.St
 func TestRedactionFollowsSecretsChanged(t *testing.T) {
 	const old, rotated = "sk-old-aaaa1111bbbb", "sk-new-cccc2222dddd"
 	cd := &secretsChoird{choird: &choird{latest: 1, changed: make(chan struct{}, 1)}, secrets: map[string]string{"llm-key": old}}
-	srv := rpc.NewServer(cd, rpc.DefaultLimits(), slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
-	srv.Open("s-1", "agent-1", "tok")
-	sock := filepath.Join(t.TempDir(), "choird.sock")
-	l, err := rpc.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(l)
-	defer hs.Close()
-	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, cp := serveChoird(t, cd, "agent-1", slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil)))
 	logs := &testkit.Buffer{}
 	s := New(cp, Identity{AgentID: "agent-1", SessionID: "s-1"}, rpc.ImageInfo{}, 5*time.Millisecond, slog.New(slog.NewJSONHandler(logs, nil)))
 	var state sync.Mutex

@@ -106,11 +106,13 @@ func (c *choird) waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func TestSessionLifecycle(t *testing.T) {
-	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := rpc.NewServer(cd, rpc.DefaultLimits(), log)
-	srv.Open("s-1", "a-1", "tok")
+// serveChoird serves h as choird on a fresh socket with session s-1 of
+// agentID open under the token "tok", and returns the server and the
+// agent's client.
+func serveChoird(t *testing.T, h rpc.ControlPlaneHandler, agentID string, log *slog.Logger) (*rpc.Server, *rpc.Client) {
+	t.Helper()
+	srv := rpc.NewServer(h, rpc.DefaultLimits(), log)
+	srv.Open("s-1", agentID, "tok")
 	sock := filepath.Join(t.TempDir(), "choird.sock")
 	l, err := rpc.ListenUnix(sock)
 	if err != nil {
@@ -118,11 +120,18 @@ func TestSessionLifecycle(t *testing.T) {
 	}
 	hs := &http.Server{Handler: srv}
 	go hs.Serve(l)
-	defer hs.Close()
+	t.Cleanup(func() { hs.Close() })
 	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, cp
+}
+
+func TestSessionLifecycle(t *testing.T) {
+	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv, cp := serveChoird(t, cd, "a-1", log)
 	s := New(cp, Identity{AgentID: "agent-1", SessionID: "s-1"}, rpc.ImageInfo{ImageVersion: "abc1234", ToolManifestHash: "t", SkillManifestHash: "k"}, 5*time.Millisecond, log)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
@@ -169,14 +178,7 @@ func TestSessionLifecycle(t *testing.T) {
 func TestSessionEndsWhenChoirdRevokesIt(t *testing.T) {
 	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := rpc.NewServer(cd, rpc.DefaultLimits(), log)
-	srv.Open("s-1", "a-1", "tok")
-	sock := filepath.Join(t.TempDir(), "choird.sock")
-	l, _ := rpc.ListenUnix(sock)
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(l)
-	defer hs.Close()
-	cp, _ := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
+	srv, cp := serveChoird(t, cd, "a-1", log)
 	s := New(cp, Identity{AgentID: "a", SessionID: "s-1"}, rpc.ImageInfo{}, 5*time.Millisecond, log)
 	done := make(chan error, 1)
 	go func() { done <- s.Run(context.Background()) }()
