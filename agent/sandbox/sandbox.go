@@ -193,13 +193,14 @@ func pidsMax() (uint64, bool) {
 
 // Command is exec.CommandContext for a tool process: under the sandbox it
 // runs as the workspace's owner through the launcher; without one, directly.
-// The caller sets Dir, Env, the streams and SysProcAttr fields other than
-// Credential (Setpgid is kept).
+// Its environment is Env(), never choir-agent's own. The caller sets Dir,
+// the streams, SysProcAttr fields other than Credential, and may narrow Env.
 func Command(ctx context.Context, path string, args ...string) *exec.Cmd {
 	sb := current.Load()
 	if sb == nil {
 		cmd := exec.CommandContext(ctx, path, args...)
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
+		cmd.Env = Env()
 		return cmd
 	}
 	largs := []string{LaunchArg, strconv.FormatUint(sb.NProc, 10), path}
@@ -208,6 +209,7 @@ func Command(ctx context.Context, path string, args ...string) *exec.Cmd {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: uint32(sb.UID), Gid: uint32(sb.GID), Groups: []uint32{}},
 	}
+	cmd.Env = Env()
 	return cmd
 }
 
@@ -286,6 +288,7 @@ func Launch(args []string) error {
 			return fmt.Errorf("launcher: %w", err)
 		}
 	}
+	// The launcher's environment is the one Command gave it: the tool's.
 	return syscall.Exec(path, argv, os.Environ())
 }
 

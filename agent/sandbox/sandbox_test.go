@@ -36,7 +36,11 @@ func TestCommandWithoutSandboxRunsTheToolItself(t *testing.T) {
 	if Current() != nil {
 		t.Skip("a sandbox is installed")
 	}
+	t.Setenv("CHOIR_LEASE_TOKEN", "tok-never-inherited")
 	cmd := Command(context.Background(), "/bin/true", "a")
+	if !slices.Equal(cmd.Env, Env()) {
+		t.Errorf("Command's environment = %q; want the allowlist %q", cmd.Env, Env())
+	}
 	if cmd.Path != "/bin/true" || !slices.Equal(cmd.Args, []string{"/bin/true", "a"}) || cmd.SysProcAttr == nil || cmd.SysProcAttr.Credential != nil {
 		t.Errorf("Command = %q %q %+v; want the tool itself, as the agent's user", cmd.Path, cmd.Args, cmd.SysProcAttr)
 	}
