@@ -34,14 +34,12 @@ func (h Home) SocksDir() string    { return filepath.Join(h.Dir, "socks") }
 func (h Home) LogsDir() string     { return filepath.Join(h.Dir, "logs") }
 func (h Home) ReposDir() string    { return filepath.Join(h.Dir, "repos") }
 
-// AgentSocketDir holds the agents' control socket and nothing else: it is
-// the directory containers mount (a bind of the socket file itself would go
-// stale when choird recreates the socket), so the admin socket must not be
+// AgentSocketDir holds one directory per agent, <agent-id>/, with that
+// agent's control socket (§12.1) and nothing else: the directory is what
+// its container mounts, read-only (a bind of the socket file itself would
+// go stale when choird recreates the socket), so the admin socket is never
 // in it.
 func (h Home) AgentSocketDir() string { return filepath.Join(h.SocksDir(), "agent") }
-
-// AgentSocket is the agents' control socket (§12.1).
-func (h Home) AgentSocket() string { return filepath.Join(h.AgentSocketDir(), "choird.sock") }
 
 // AdminSocket is choirctl's socket to choird; it is never mounted anywhere.
 func (h Home) AdminSocket() string { return filepath.Join(h.SocksDir(), "ctl.sock") }
