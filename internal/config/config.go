@@ -178,6 +178,9 @@ type Postgres struct {
 type Agent struct {
 	Repo     Repo          `json:"repo"`
 	Defaults AgentDefaults `json:"defaults"`
+	// Restart is what choird does when a session of the agent crashes;
+	// absent means off (see RestartPolicy).
+	Restart RestartPolicy `json:"restart,omitzero"`
 }
 
 // AgentDefaults names the resources an agent binds when started without

@@ -101,8 +101,11 @@ func (c *Config) applyDefaults() {
 	for name, a := range c.Agents {
 		if a.Repo.Ref == "" {
 			a.Repo.Ref = DefaultRef
-			c.Agents[name] = a
 		}
+		if a.Restart == (RestartPolicy{}) {
+			a.Restart = DefaultRestartPolicy()
+		}
+		c.Agents[name] = a
 	}
 	if c.Postgres.SSLMode == "" {
 		c.Postgres.SSLMode = DefaultSSLMode

@@ -358,6 +358,7 @@ func (v *validator) agents() {
 		v.ref(p+".notion", d.Notion, "notion integration", notion, false)
 		v.ref(p+".email", d.Email, "email account", email, false)
 		v.ref(p+".dm", d.DM, "dm", dms, true)
+		v.restart("agents."+name+".restart", a.Restart)
 	}
 }
 
