@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"choir/choird/control"
@@ -29,13 +30,57 @@ func (a sessionStore) CreateSession(ctx context.Context, r lifecycle.SessionReco
 	}
 	_, err = a.s.CreateSession(ctx, store.NewSession{
 		SessionID: r.SessionID, AgentID: r.AgentID, LeaseID: r.LeaseID, StartedAt: r.StartedAt,
-		Bindings: bindings, Leases: leases, ImageVersion: r.Image,
+		Bindings: bindings, Leases: leases, ImageVersion: r.Image, Resume: r.Resume,
 	})
 	return err
 }
 
-func (a sessionStore) EndSession(ctx context.Context, sessionID, status string) error {
-	return a.s.EndSession(ctx, sessionID, store.SessionStatus(status), time.Now())
+func (a sessionStore) EndSession(ctx context.Context, sessionID, status, reason string) error {
+	return a.s.EndSessionWhy(ctx, sessionID, store.SessionStatus(status), time.Now(), reason)
+}
+
+func (a sessionStore) LastEnded(ctx context.Context, agentID string) (lifecycle.EndedSession, error) {
+	e, err := a.s.LastEnded(ctx, agentID)
+	if errors.Is(err, store.ErrNotFound) {
+		return lifecycle.EndedSession{}, fmt.Errorf("%w: %v", lifecycle.ErrNoSession, err)
+	}
+	if err != nil {
+		return lifecycle.EndedSession{}, err
+	}
+	return lifecycle.EndedSession{SessionID: e.SessionID, Status: string(e.Status), EndReason: e.EndReason,
+		Resumes: e.Resumes, Head: rpc.ChainHead(e.Head)}, nil
+}
+
+func (a sessionStore) Recovery(ctx context.Context, sessionID string) (rpc.Recovery, error) {
+	head, err := a.s.LogHead(ctx, sessionID)
+	if err != nil {
+		return rpc.Recovery{}, err
+	}
+	out := rpc.Recovery{Head: rpc.ChainHead(head)}
+	snap, err := a.s.LatestSnapshot(ctx, sessionID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		return rpc.Recovery{}, err
+	default:
+		out.SnapshotRev, out.Snapshot = snap.Rev, snap.Data
+	}
+	return out, nil
+}
+
+func (a sessionStore) EventsPage(ctx context.Context, sessionID string, rev int64, max int) (rpc.FetchEventsResp, error) {
+	prev, evs, err := a.s.EventsPage(ctx, sessionID, rev, max)
+	if errors.Is(err, store.ErrNotFound) {
+		return rpc.FetchEventsResp{}, fmt.Errorf("%w: %v", lifecycle.ErrNoSession, err)
+	}
+	if err != nil {
+		return rpc.FetchEventsResp{}, err
+	}
+	out := rpc.FetchEventsResp{PrevHash: prev, Events: make([]rpc.Event, len(evs))}
+	for i, e := range evs {
+		out.Events[i] = rpc.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
+	}
+	return out, nil
 }
 
 func (a sessionStore) ActiveSessions(ctx context.Context) ([]lifecycle.SessionRecord, error) {

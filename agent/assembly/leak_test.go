@@ -76,6 +76,10 @@ type fakeChoird struct {
 	hostCalls  []rpc.HostToolReq
 	approvals  []rpc.ApprovalReq
 	changed    chan struct{}
+
+	// recovery, when set, resumes the session from stored (§13.2).
+	recovery *rpc.Recovery
+	stored   []rpc.Event
 }
 
 func (c *fakeChoird) poke() {
@@ -86,8 +90,28 @@ func (c *fakeChoird) poke() {
 }
 
 func (c *fakeChoird) HandleInitHello(context.Context, rpc.InitHelloReq) (rpc.InitHelloResp, error) {
-	return rpc.InitHelloResp{Status: rpc.InitFresh, ConfigVersion: 1,
-		ResourceBindings: rpc.ResourceBindings{Workspace: "ws", LLM: "m", GitIdentity: "dev", DM: "dm"}}, nil
+	resp := rpc.InitHelloResp{Status: rpc.InitFresh, ConfigVersion: 1,
+		ResourceBindings: rpc.ResourceBindings{Workspace: "ws", LLM: "m", GitIdentity: "dev", DM: "dm"}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.recovery != nil {
+		resp.Status, resp.Recovery = rpc.InitRecover, c.recovery
+	}
+	return resp, nil
+}
+func (c *fakeChoird) HandleFetchEvents(_ context.Context, r rpc.FetchEventsReq) (rpc.FetchEventsResp, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out rpc.FetchEventsResp
+	if r.AfterRev > 0 {
+		out.PrevHash = c.stored[r.AfterRev-1].Hash
+	}
+	n := r.Max
+	if n == 0 {
+		n = rpc.HeartbeatMaxEvents
+	}
+	out.Events = append(out.Events, c.stored[r.AfterRev:min(int64(len(c.stored)), r.AfterRev+int64(n))]...)
+	return out, nil
 }
 func (c *fakeChoird) HandleSecrets(context.Context, rpc.SecretReq) (rpc.SecretResp, error) {
 	c.mu.Lock()

@@ -57,6 +57,10 @@ func (s *sink) FetchDynamicConfig(_ context.Context, r rpc.ConfigReq) (rpc.Confi
 	s.note(r)
 	return rpc.ConfigResp{}, nil
 }
+func (s *sink) FetchEvents(_ context.Context, r rpc.FetchEventsReq) (rpc.FetchEventsResp, error) {
+	s.note(r)
+	return rpc.FetchEventsResp{}, nil
+}
 func (s *sink) ExecuteHostTool(_ context.Context, r rpc.HostToolReq) (rpc.HostToolResp, error) {
 	s.note(r)
 	return rpc.HostToolResp{}, nil

@@ -24,6 +24,11 @@ type choird struct {
 	terminate  string
 	latest     int64
 	changed    chan struct{}
+
+	// recovery, when set, resumes the session from stored (§13.2).
+	recovery *rpc.Recovery
+	stored   []rpc.Event
+	fetches  int
 }
 
 func (c *choird) note(v rpc.Verb) {
@@ -53,7 +58,13 @@ func (c *choird) HandleInitHello(_ context.Context, r rpc.InitHelloReq) (rpc.Ini
 	c.hello = r
 	c.mu.Unlock()
 	c.note(rpc.VerbInitHello)
-	return rpc.InitHelloResp{Status: rpc.InitFresh, ConfigVersion: 1, ResourceBindings: rpc.ResourceBindings{Workspace: "ws", LLM: "m", DM: "dm"}}, nil
+	resp := rpc.InitHelloResp{Status: rpc.InitFresh, ConfigVersion: 1, ResourceBindings: rpc.ResourceBindings{Workspace: "ws", LLM: "m", DM: "dm"}}
+	c.mu.Lock()
+	if c.recovery != nil {
+		resp.Status, resp.Recovery = rpc.InitRecover, c.recovery
+	}
+	c.mu.Unlock()
+	return resp, nil
 }
 func (c *choird) HandleSecrets(context.Context, rpc.SecretReq) (rpc.SecretResp, error) {
 	c.note(rpc.VerbGetSecrets)
@@ -89,6 +100,24 @@ func (c *choird) HandleFetchConfig(_ context.Context, r rpc.ConfigReq) (rpc.Conf
 		return rpc.ConfigResp{ConfigVersion: latest}, nil
 	}
 	return rpc.ConfigResp{ConfigVersion: latest, Config: json.RawMessage(`{"v":` + strings.Repeat("1", 1) + `}`)}, nil
+}
+func (c *choird) HandleFetchEvents(_ context.Context, r rpc.FetchEventsReq) (rpc.FetchEventsResp, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.fetches++
+	var out rpc.FetchEventsResp
+	if r.AfterRev > int64(len(c.stored)) {
+		return out, rpc.Errorf(404, rpc.CodeBadRequest, "no revision %d", r.AfterRev)
+	}
+	if r.AfterRev > 0 {
+		out.PrevHash = c.stored[r.AfterRev-1].Hash
+	}
+	n := r.Max
+	if n == 0 {
+		n = rpc.HeartbeatMaxEvents
+	}
+	out.Events = append(out.Events, c.stored[r.AfterRev:min(int64(len(c.stored)), r.AfterRev+int64(n))]...)
+	return out, nil
 }
 func (c *choird) HandleHostTool(context.Context, rpc.HostToolReq) (rpc.HostToolResp, error) {
 	return rpc.HostToolResp{}, nil

@@ -13,6 +13,9 @@ import (
 // keep the default.
 type Overrides struct {
 	Workspace, LLM, VoiceProfile, GitIdentity, Notion, Email, DM string
+	// Fresh is not a resource: it starts a new session instead of
+	// resuming the agent's last one (spec 13.2). Resolve ignores it.
+	Fresh bool
 }
 
 // Resolve applies overrides to an agent's defaults, checks that every named

@@ -101,7 +101,7 @@ func (m *Manager) end(r *Run, status, reason string) {
 			m.leaveBehind(r.ContainerID, r.AgentID)
 		}
 	}
-	if err := m.Store.EndSession(ctx, r.SessionID, status); err != nil {
+	if err := m.Store.EndSession(ctx, r.SessionID, status, reason); err != nil {
 		m.logf(r, "record the session's end failed", "error", err.Error())
 	}
 	released := m.Leases.Release(r.AgentID)

@@ -50,6 +50,15 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 			"image version %q does not match the image choird started (%s): the image changed under the agent; rebuild with `choirctl agent build %s`", req.ImageVersion, r.Image, r.AgentID)
 	}
 	_, version := m.Config()
+	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version}
+	if r.resume != nil {
+		rec, err := m.recovery(ctx, r)
+		if err != nil {
+			m.logf(r, "INIT_HELLO of a resumed session failed", "error", err.Error())
+			return rpc.InitHelloResp{}, err
+		}
+		resp.Status, resp.Recovery = rpc.InitRecover, rec
+	}
 	r.mu.Lock()
 	first := r.state == StateStarting
 	if first {
@@ -59,9 +68,9 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 	r.mu.Unlock()
 	if first {
 		close(r.ready)
-		m.logf(r, "agent said hello", "image_version", req.ImageVersion)
+		m.logf(r, "agent said hello", "image_version", req.ImageVersion, "status", resp.Status)
 	}
-	return rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version}, nil
+	return resp, nil
 }
 
 // HandleSecrets grants the secrets of the session's bound resources only; a

@@ -36,6 +36,8 @@ type memStore struct {
 	sessions  map[string]SessionRecord
 	events    map[string][]rpc.Event
 	snapshots map[string]*storedSnapshot
+	reasons   map[string]string // why each ended session ended
+	resumes   map[string]int
 }
 
 var _ Store = (*memStore)(nil)
@@ -47,10 +49,16 @@ func newMemStore() *memStore {
 func (s *memStore) CreateSession(_ context.Context, r SessionRecord) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if r.Resume {
+		if s.resumes == nil {
+			s.resumes = map[string]int{}
+		}
+		s.resumes[r.SessionID]++
+	}
 	s.sessions[r.SessionID] = r
 	return nil
 }
-func (s *memStore) EndSession(_ context.Context, id, status string) error {
+func (s *memStore) EndSession(_ context.Context, id, status, reason string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.sessions[id]
@@ -59,7 +67,60 @@ func (s *memStore) EndSession(_ context.Context, id, status string) error {
 	}
 	r.Status = status
 	s.sessions[id] = r
+	if s.reasons == nil {
+		s.reasons = map[string]string{}
+	}
+	s.reasons[id] = reason
 	return nil
+}
+
+// LastEnded keeps the store's rule: the agent's newest session, if ended.
+func (s *memStore) LastEnded(_ context.Context, agentID string) (EndedSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var last *SessionRecord
+	for _, r := range s.sessions {
+		if r.AgentID == agentID && (last == nil || r.StartedAt.After(last.StartedAt)) {
+			r := r
+			last = &r
+		}
+	}
+	if last == nil || last.Status == StatusActive {
+		return EndedSession{}, ErrNoSession
+	}
+	e := EndedSession{SessionID: last.SessionID, Status: last.Status, EndReason: s.reasons[last.SessionID], Resumes: s.resumes[last.SessionID]}
+	if log := s.events[last.SessionID]; len(log) > 0 {
+		e.Head = rpc.ChainHead{Rev: log[len(log)-1].Rev, Hash: log[len(log)-1].Hash}
+	}
+	return e, nil
+}
+
+func (s *memStore) Recovery(_ context.Context, id string) (rpc.Recovery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out rpc.Recovery
+	if log := s.events[id]; len(log) > 0 {
+		out.Head = rpc.ChainHead{Rev: log[len(log)-1].Rev, Hash: log[len(log)-1].Hash}
+	}
+	if snap := s.snapshots[id]; snap != nil {
+		out.SnapshotRev, out.Snapshot = snap.rev, snap.data
+	}
+	return out, nil
+}
+
+func (s *memStore) EventsPage(_ context.Context, id string, rev int64, max int) (rpc.FetchEventsResp, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	log := s.events[id]
+	if rev < 0 || rev > int64(len(log)) {
+		return rpc.FetchEventsResp{}, ErrNoSession
+	}
+	var out rpc.FetchEventsResp
+	if rev > 0 {
+		out.PrevHash = log[rev-1].Hash
+	}
+	out.Events = append([]rpc.Event(nil), log[rev:min(int64(len(log)), rev+int64(max))]...)
+	return out, nil
 }
 func (s *memStore) ActiveSessions(context.Context) ([]SessionRecord, error) {
 	s.mu.Lock()

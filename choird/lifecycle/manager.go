@@ -55,12 +55,25 @@ type SessionRecord struct {
 	Bindings  rpc.ResourceBindings
 	Leases    []lease.Resource
 	Image     string
+	// Resume reopens the ended session SessionID instead of recording a
+	// new one (§13.2).
+	Resume bool
 }
 
 // Store is what the lifecycle needs from Postgres.
 type Store interface {
 	CreateSession(ctx context.Context, s SessionRecord) error
-	EndSession(ctx context.Context, sessionID, status string) error
+	// EndSession records why the session ended (a start reads it back).
+	EndSession(ctx context.Context, sessionID, status, reason string) error
+	// LastEnded returns the agent's last session if it has ended, else
+	// an error matching ErrNoSession.
+	LastEnded(ctx context.Context, agentID string) (EndedSession, error)
+	// Recovery returns the head of a session's stored log and its newest
+	// snapshot (§13.2).
+	Recovery(ctx context.Context, sessionID string) (rpc.Recovery, error)
+	// EventsPage returns at most max stored events after rev and the hash
+	// of rev; a rev the log does not hold matches ErrNoSession.
+	EventsPage(ctx context.Context, sessionID string, rev int64, max int) (rpc.FetchEventsResp, error)
 	ActiveSessions(ctx context.Context) ([]SessionRecord, error)
 	Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error
 	// Replicate stores a heartbeat's events and snapshot if the events
@@ -109,6 +122,7 @@ type Run struct {
 	token    string
 	socket   io.Closer            // the agent's own control socket
 	started  rpc.ResourceBindings // as resolved at start; Bindings may change (model set)
+	resume   *resumeInfo          // set when this run resumes an ended session
 	ready    chan struct{}        // closed at INIT_HELLO
 	exited   chan struct{}        // closed when the container has exited
 	exitCode int64
@@ -224,7 +238,7 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	return ctl.AgentStatus{
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
-		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(),
+		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(), Resumed: r.resumed(),
 		Degraded: append(r.faults(m.now()), m.health()...),
 	}, nil
 }

@@ -320,7 +320,7 @@ func (m *Manager) CrashStaleSessions(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("list active sessions: %w", err)
 	}
 	for _, s := range active {
-		if err := m.Store.EndSession(ctx, s.SessionID, StatusCrashed); err != nil {
+		if err := m.Store.EndSession(ctx, s.SessionID, StatusCrashed, "choird stopped while the session ran"); err != nil {
 			return 0, fmt.Errorf("mark session %s crashed: %w", s.SessionID, err)
 		}
 		m.Log.Info("stale session marked crashed", "agent_id", s.AgentID, "session_id", s.SessionID)

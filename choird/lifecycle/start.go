@@ -73,19 +73,33 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 	} else {
 		imageVersion = image[strings.LastIndex(image, ":")+1:]
 	}
+	sessionID, resume := rpc.NewRequestID(), (*resumeInfo)(nil)
+	if !o.Fresh {
+		prev, ok, err := m.resumable(ctx, agentID)
+		if err != nil {
+			return ctl.AgentStatus{}, err
+		}
+		if ok {
+			sessionID, resume = prev.SessionID, &resumeInfo{from: prev.Status, rev: prev.Head.Rev, resumes: prev.Resumes + 1}
+		}
+	}
 	if err := m.Leases.Acquire(agentID, resources); err != nil {
 		return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: %w", agentID, err)
 	}
 	r := &Run{
-		AgentID: agentID, SessionID: rpc.NewRequestID(), Image: image, ImageVersion: imageVersion,
+		AgentID: agentID, SessionID: sessionID, Image: image, ImageVersion: imageVersion, resume: resume,
 		Bindings: b, started: b, Resources: resources, StartedAt: m.now(), token: rpc.NewToken(),
 		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
 		configVersion: version, lanes: map[string]rpc.StatusReq{},
 	}
-	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt, Bindings: b, Leases: resources, Image: image}
+	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt,
+		Bindings: b, Leases: resources, Image: image, Resume: resume != nil}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
 		m.Leases.Release(agentID)
 		return ctl.AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)
+	}
+	if resume != nil {
+		m.logf(r, "resuming the session", "from", resume.from, "rev", resume.rev, "resumes", resume.resumes)
 	}
 	m.register(r)
 	m.Sessions.Open(r.SessionID, r.AgentID, r.token)
@@ -148,7 +162,13 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 	if err := Verify(cfg, hc, spec); err != nil {
 		return err
 	}
-	created, err := m.Docker.ContainerCreate(ctx, "choir-"+r.AgentID+"-"+r.SessionID[:8], cfg, hc)
+	// A resumed session runs in a new container each time, named after
+	// the resume.
+	name := "choir-" + r.AgentID + "-" + r.SessionID[:8]
+	if r.resume != nil {
+		name += fmt.Sprintf("-r%d", r.resume.resumes)
+	}
+	created, err := m.Docker.ContainerCreate(ctx, name, cfg, hc)
 	if err != nil {
 		return fmt.Errorf("create the container: %w", err)
 	}

@@ -284,6 +284,36 @@ func (s *Store) EventsAfter(ctx context.Context, sessionID string, rev int64) ([
 	return events, nil
 }
 
+// EventsPage returns at most max of a session's events after rev, in
+// order, and the hash of rev ("" at 0), from which they verify: one page
+// of a recovering agent's tail (FETCH_EVENTS). A rev the log does not hold
+// is ErrNotFound.
+func (s *Store) EventsPage(ctx context.Context, sessionID string, rev int64, max int) (string, []Event, error) {
+	var prev string
+	if rev > 0 {
+		err := s.pool.QueryRow(ctx, s.q(`SELECT hash FROM choir_control.session_events WHERE session_id = $1 AND rev = $2`),
+			sessionID, rev).Scan(&prev)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return "", nil, fmt.Errorf("events of %s after %d: the log does not hold revision %d: %w", sessionID, rev, rev, ErrNotFound)
+		}
+		if err != nil {
+			return "", nil, fmt.Errorf("events of %s after %d: %w", sessionID, rev, err)
+		}
+	}
+	rows, err := s.pool.Query(ctx, s.q(`
+		SELECT rev, event_type, coalesce(lane, ''), hash, payload, coalesce(event_time, created_at), created_at
+		FROM choir_control.session_events
+		WHERE session_id = $1 AND rev > $2 ORDER BY rev LIMIT $3`), sessionID, rev, max)
+	if err != nil {
+		return "", nil, fmt.Errorf("events of %s after %d: %w", sessionID, rev, err)
+	}
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[Event])
+	if err != nil {
+		return "", nil, fmt.Errorf("events of %s after %d: %w", sessionID, rev, err)
+	}
+	return prev, events, nil
+}
+
 // Snapshot is a session's working memory at a revision (spec 13.4).
 type Snapshot struct {
 	SessionID string

@@ -42,6 +42,10 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.sessions (
     CHECK ((status = 'active') = (ended_at IS NULL))
 );
 -- Design invariant 11: at most one active session per agent.
+-- Databases made before sessions could be resumed (spec 13.2): why the
+-- session last ended, and how many times it was resumed.
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS end_reason text NOT NULL DEFAULT '';
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS resumes int NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_per_agent
     ON {{.Control}}.sessions (agent_id) WHERE status = 'active';
 CREATE INDEX IF NOT EXISTS sessions_by_agent

@@ -51,6 +51,11 @@ type NewSession struct {
 	Leases        []Lease         // exclusive resources to lease for the session's life
 	ConfigVersion int64
 	ImageVersion  string
+	// Resume reopens the ended session SessionID of the agent instead of
+	// recording a new one (spec 13.2): it is active again with these
+	// bindings and leases, its log and snapshots kept, its resumes
+	// counted.
+	Resume bool
 }
 
 // Session is a row of sessions.
@@ -121,12 +126,24 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 	var out Session
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
-		out, err = scanSession(tx.QueryRow(ctx, s.q(`
-			INSERT INTO choir_control.sessions (session_id, agent_id, lease_id, status, started_at,
-				resource_bindings, config_version, image_version)
-			VALUES ($1, $2, $3, 'active', $4, $5, $6, $7)
-			RETURNING `+sessionColumns),
-			ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion))
+		if ns.Resume {
+			out, err = scanSession(tx.QueryRow(ctx, s.q(`
+				UPDATE choir_control.sessions SET status = 'active', ended_at = NULL, end_reason = '',
+					resumes = resumes + 1, lease_id = $3, resource_bindings = $4, config_version = $5, image_version = $6
+				WHERE session_id = $1 AND agent_id = $2 AND status <> 'active'
+				RETURNING `+sessionColumns),
+				ns.SessionID, ns.AgentID, ns.LeaseID, bindings, ns.ConfigVersion, ns.ImageVersion))
+		} else {
+			out, err = scanSession(tx.QueryRow(ctx, s.q(`
+				INSERT INTO choir_control.sessions (session_id, agent_id, lease_id, status, started_at,
+					resource_bindings, config_version, image_version)
+				VALUES ($1, $2, $3, 'active', $4, $5, $6, $7)
+				RETURNING `+sessionColumns),
+				ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion))
+		}
+		if errors.Is(err, pgx.ErrNoRows) && ns.Resume {
+			return fmt.Errorf("session %s of agent %q is not an ended session: %w", ns.SessionID, ns.AgentID, ErrNotFound)
+		}
 		if err != nil {
 			switch code, constraint := pgCode(err); {
 			case code == "23505" && constraint == "sessions_one_active_per_agent":
@@ -188,19 +205,25 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 // and releases its leases. A session that has already ended gives
 // ErrSessionEnded; an unknown one ErrNotFound.
 func (s *Store) EndSession(ctx context.Context, sessionID string, status SessionStatus, at time.Time) error {
+	return s.EndSessionWhy(ctx, sessionID, status, at, "")
+}
+
+// EndSessionWhy is EndSession recording why the session ended (say it for
+// the operator; a new start reads it to decide whether to resume).
+func (s *Store) EndSessionWhy(ctx context.Context, sessionID string, status SessionStatus, at time.Time, reason string) error {
 	if status != SessionStopped && status != SessionCrashed {
 		return fmt.Errorf("end session %s: status %q: want stopped or crashed", sessionID, status)
 	}
 	var ended int
 	err := s.pool.QueryRow(ctx, s.q(`
 		WITH ended AS (
-			UPDATE choir_control.sessions SET status = $2, ended_at = $3
+			UPDATE choir_control.sessions SET status = $2, ended_at = $3, end_reason = $4
 			WHERE session_id = $1 AND status = 'active'
 			RETURNING session_id
 		), released AS (
 			DELETE FROM choir_control.leases WHERE session_id IN (SELECT session_id FROM ended)
 		)
-		SELECT count(*) FROM ended`), sessionID, status, at).Scan(&ended)
+		SELECT count(*) FROM ended`), sessionID, status, at, reason).Scan(&ended)
 	if err != nil {
 		return fmt.Errorf("end session %s: %w", sessionID, err)
 	}
@@ -294,4 +317,37 @@ func (s *Store) Sessions(ctx context.Context, agentID string, limit int) ([]Sess
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
 	return collectSessions(rows)
+}
+
+// Ended is an agent's last session once it has ended: what a new start
+// may resume (spec 13.2).
+type Ended struct {
+	SessionID string
+	Status    SessionStatus
+	EndedAt   time.Time
+	EndReason string
+	Resumes   int
+	Head      Head // where its stored log ends
+}
+
+// LastEnded returns the agent's most recently started session with the
+// head of its log, or ErrNotFound when the agent has none or its last one
+// is still active.
+func (s *Store) LastEnded(ctx context.Context, agentID string) (Ended, error) {
+	var e Ended
+	err := s.pool.QueryRow(ctx, s.q(`
+		SELECT s.session_id, s.status, s.ended_at, s.end_reason, s.resumes, coalesce(h.rev, 0), coalesce(h.hash, '')
+		FROM (SELECT * FROM choir_control.sessions WHERE agent_id = $1
+		      ORDER BY started_at DESC, session_id DESC LIMIT 1) s
+		LEFT JOIN LATERAL (SELECT rev, hash FROM choir_control.session_events ev
+		                   WHERE ev.session_id = s.session_id ORDER BY rev DESC LIMIT 1) h ON true
+		WHERE s.status <> 'active'`), agentID).
+		Scan(&e.SessionID, &e.Status, &e.EndedAt, &e.EndReason, &e.Resumes, &e.Head.Rev, &e.Head.Hash)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Ended{}, fmt.Errorf("ended session of agent %q: %w", agentID, ErrNotFound)
+	}
+	if err != nil {
+		return Ended{}, fmt.Errorf("ended session of agent %q: %w", agentID, err)
+	}
+	return e, nil
 }

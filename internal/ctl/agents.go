@@ -21,6 +21,9 @@ type AgentStatus struct {
 	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
 	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
 	Replication   *Replication             `json:"replication,omitempty"`
+	// Resumed is set when this session resumed an earlier run of it
+	// (spec 13.2): from which revision, and how many times so far.
+	Resumed *Resumed `json:"resumed,omitempty"`
 	// Degraded says what is wrong now for this agent, one reason each: its
 	// heartbeats refused or failing, the engine unreachable while choird
 	// watches its container, Postgres or the engine down for all.
@@ -36,6 +39,17 @@ type StartRequest struct {
 	Notion       string `json:"notion,omitempty"`
 	Email        string `json:"email,omitempty"`
 	DM           string `json:"dm,omitempty"`
+	// Fresh starts a new session instead of resuming the agent's last one
+	// (choirctl agent start --fresh).
+	Fresh bool `json:"fresh,omitempty"`
+}
+
+// Resumed says which ended session a start resumed: the session's log
+// continues from Rev, where its last run left it.
+type Resumed struct {
+	Rev     int64  `json:"rev"`
+	Resumes int    `json:"resumes"`
+	From    string `json:"from"` // how the last run ended: stopped or crashed
 }
 
 // Workspace is one configured workspace and who leases it.

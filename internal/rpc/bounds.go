@@ -100,6 +100,16 @@ func (r InitHelloReq) check() error {
 		"tool_manifest_hash", r.ToolManifestHash, "skill_manifest_hash", r.SkillManifestHash)
 }
 
+func (r FetchEventsReq) check() error {
+	switch {
+	case r.AfterRev < 0:
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "after_rev is %d: want a revision, 0 or more", r.AfterRev)
+	case r.Max < 0 || r.Max > HeartbeatMaxEvents:
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "max is %d: want 0 (the default, %d) to %d events", r.Max, HeartbeatMaxEvents, HeartbeatMaxEvents)
+	}
+	return nil
+}
+
 func (r SecretReq) check() error {
 	if len(r.Resources) > MaxSecretNames {
 		return tooBig("resources", len(r.Resources), MaxSecretNames, "names")

@@ -113,6 +113,10 @@ func (c *Client) ExecuteHostTool(ctx context.Context, req HostToolReq) (HostTool
 	return call[HostToolResp](ctx, c, VerbExecuteHostTool, req)
 }
 
+func (c *Client) FetchEvents(ctx context.Context, req FetchEventsReq) (FetchEventsResp, error) {
+	return call[FetchEventsResp](ctx, c, VerbFetchEvents, req)
+}
+
 // Call sends any verb with a raw payload; it exists for conformance tests
 // and tools that speak the protocol generically.
 func (c *Client) Call(ctx context.Context, verb Verb, payload []byte) ([]byte, error) {

@@ -77,6 +77,10 @@ func (h *fakeHandler) HandleFetchConfig(ctx context.Context, r ConfigReq) (Confi
 	h.record(ctx)
 	return ConfigResp{ConfigVersion: r.CurrentConfigVersion + 1, Config: json.RawMessage(`{"models":{}}`)}, nil
 }
+func (h *fakeHandler) HandleFetchEvents(ctx context.Context, r FetchEventsReq) (FetchEventsResp, error) {
+	h.record(ctx)
+	return FetchEventsResp{Events: []Event{{Rev: r.AfterRev + 1, Type: "UserMsg", Hash: "h"}}}, nil
+}
 func (h *fakeHandler) HandleHostTool(ctx context.Context, r HostToolReq) (HostToolResp, error) {
 	h.record(ctx)
 	if r.ToolName == "boom" {

@@ -13,6 +13,7 @@ type ControlPlane interface {
 	Terminate(ctx context.Context, req TerminateReq) (TerminateResp, error)
 	FetchDynamicConfig(ctx context.Context, req ConfigReq) (ConfigResp, error)
 	ExecuteHostTool(ctx context.Context, req HostToolReq) (HostToolResp, error)
+	FetchEvents(ctx context.Context, req FetchEventsReq) (FetchEventsResp, error)
 	Events(ctx context.Context, lastEventID string) (*EventStream, error)
 }
 
@@ -30,6 +31,7 @@ type ControlPlaneHandler interface {
 	HandleTerminate(ctx context.Context, req TerminateReq) (TerminateResp, error)
 	HandleFetchConfig(ctx context.Context, req ConfigReq) (ConfigResp, error)
 	HandleHostTool(ctx context.Context, req HostToolReq) (HostToolResp, error)
+	HandleFetchEvents(ctx context.Context, req FetchEventsReq) (FetchEventsResp, error)
 }
 
 // Call is the authenticated envelope of the request being handled.

@@ -54,6 +54,7 @@ func NewServer(h ControlPlaneHandler, limits Limits, log *slog.Logger) *Server {
 		VerbTerminateSelf:      bind(h.HandleTerminate),
 		VerbFetchDynamicConfig: bind(h.HandleFetchConfig),
 		VerbExecuteHostTool:    bind(h.HandleHostTool),
+		VerbFetchEvents:        bind(h.HandleFetchEvents),
 	}
 	return s
 }

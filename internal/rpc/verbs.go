@@ -18,12 +18,17 @@ const (
 	VerbTerminateSelf      Verb = "TERMINATE_SELF"
 	VerbFetchDynamicConfig Verb = "FETCH_DYNAMIC_CONFIG"
 	VerbExecuteHostTool    Verb = "EXECUTE_HOST_TOOL"
+	// VerbFetchEvents pages a recovering session's stored log (§13.2):
+	// INIT_HELLO names the snapshot and the head, the agent reads the
+	// tail it needs from here, a bounded page at a time.
+	VerbFetchEvents Verb = "FETCH_EVENTS"
 )
 
 // Verbs lists every verb, in the design's order.
 var Verbs = []Verb{
 	VerbInitHello, VerbGetSecrets, VerbHeartbeat, VerbRequestApproval,
 	VerbReportStatus, VerbTerminateSelf, VerbFetchDynamicConfig, VerbExecuteHostTool,
+	VerbFetchEvents,
 }
 
 // Envelope is the logical envelope every call carries. Over HTTP its first
@@ -72,18 +77,46 @@ type InitHelloReq struct {
 // Init statuses.
 const (
 	InitFresh   = "fresh"   // start a new session
-	InitRecover = "recover" // rehydrate from Snapshot and TailEvents
+	InitRecover = "recover" // rehydrate from Recovery (§13.2)
 )
 
-// InitHelloResp tells the agent its bindings and, when recovering, the state
-// to rehydrate to (the last host-acknowledged revision).
+// InitHelloResp tells the agent its bindings and, when the session is
+// resumed, the state to rehydrate to: the last host-acknowledged revision.
 type InitHelloResp struct {
 	Status           string           `json:"status"`
 	LeaseToken       string           `json:"lease_token"`
 	ResourceBindings ResourceBindings `json:"resource_bindings"`
-	Snapshot         json.RawMessage  `json:"snapshot,omitempty"`
-	TailEvents       []Event          `json:"tail_events,omitempty"`
 	ConfigVersion    int64            `json:"config_version"`
+	// Recovery is set when Status is InitRecover.
+	Recovery *Recovery `json:"recovery,omitempty"`
+}
+
+// Recovery is where a resumed session stands in choird (§13.2): the head
+// of its stored log and its newest snapshot (none when SnapshotRev is 0).
+// The agent reads the tail it needs with FETCH_EVENTS and verifies it
+// against Head before it rehydrates.
+type Recovery struct {
+	Head        ChainHead       `json:"head"`
+	SnapshotRev int64           `json:"snapshot_rev,omitempty"`
+	Snapshot    json.RawMessage `json:"snapshot,omitempty"`
+	// Resumes counts the times this session was resumed, this one included.
+	Resumes int `json:"resumes"`
+}
+
+// FetchEventsReq asks for at most Max stored events after AfterRev (at
+// most HeartbeatMaxEvents; 0 means that many).
+type FetchEventsReq struct {
+	AfterRev int64 `json:"after_rev"`
+	Max      int   `json:"max,omitempty"`
+}
+
+// FetchEventsResp carries the events, in order, with their hashes, and the
+// hash of AfterRev ("" at 0), from which they verify with chain.Verify.
+// A page ends early (fewer than Max) only at the log's head or at about
+// HeartbeatMaxBytes.
+type FetchEventsResp struct {
+	PrevHash string  `json:"prev_hash"`
+	Events   []Event `json:"events"`
 }
 
 // SecretReq asks for secrets by name; only those of the session's bound
