@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"choir/agent/lock"
@@ -43,8 +44,13 @@ type Config struct {
 	// receives, so what the model sees, what the log holds and what
 	// heartbeats replicate are the same redacted text. nil redacts nothing.
 	Redactor *redact.Redactor
-	// Now is the clock events are stamped with; nil is time.Now.
+	// Now is the clock events are stamped with and tool calls timed by
+	// (lock waits, durations); nil is time.Now.
 	Now func() time.Time
+	// Log receives the tool call traces (§22.1): proposal, lock
+	// acquisition and release, result; nil discards them. It should carry
+	// the session id; each record names its lane.
+	Log *slog.Logger
 }
 
 // Proposal is one tool call a lane asks the arbiter to run.
@@ -120,6 +126,9 @@ func New(cfg Config) *Arbiter {
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	a := &Arbiter{
 		cfg:      cfg,

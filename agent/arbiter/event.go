@@ -106,10 +106,14 @@ type LockHeld struct {
 }
 
 // ResultCommitted is the payload of ToolResultCommitted. Output is the JSON
-// the model receives as the tool message.
+// the model receives as the tool message. DurationMS is how long the tool
+// ran and LockWaitMS how long the call waited for its locks, both in whole
+// milliseconds (0 for a call answered without running, §22.1).
 type ResultCommitted struct {
+	DurationMS int64           `json:"duration_ms"`
 	ID         string          `json:"id"`
 	Job        string          `json:"job,omitempty"`
+	LockWaitMS int64           `json:"lock_wait_ms"`
 	Output     json.RawMessage `json:"output"`
 	Status     string          `json:"status"`
 	Tool       string          `json:"tool"`

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"choir/agent/lock"
@@ -31,9 +32,13 @@ type invocation struct {
 	requested []byte // the ToolCallRequested payload
 	reply     chan result
 
-	held    *lock.Held
-	goAhead chan struct{} // slow path: closed once ToolCallCommitted is in the log
-	waiters []chan result // duplicate submissions waiting for the same outcome
+	held     *lock.Held
+	goAhead  chan struct{} // slow path: closed once ToolCallCommitted is in the log
+	waiters  []chan result // duplicate submissions waiting for the same outcome
+	proposed time.Time     // when start took it, on Config.Now
+
+	// Set by the worker before it reports (the report orders them).
+	lockWait, ran time.Duration
 }
 
 type result struct {
@@ -103,6 +108,7 @@ func (a *Arbiter) prepare(ctx context.Context, p Proposal) *invocation {
 		req.RawInput = excerpt(string(p.Input), maxRawInput)
 	}
 	inv.requested = req.appendJSON(make([]byte, 0, 128+len(inv.input)))
+	a.traceProposed(inv)
 	if inv.badInput != nil || strings.HasPrefix(p.Tool, tool.ReservedPrefix) {
 		return inv
 	}
@@ -176,6 +182,7 @@ func (a *Arbiter) replay(out Outcome, inv *invocation) result {
 // Either way the Run goroutine goes back to serving at once.
 func (a *Arbiter) start(inv *invocation) {
 	a.log.append(inv.lane, ToolCallRequested, inv.requested)
+	inv.proposed = a.cfg.Now()
 
 	if out, done := a.check(inv); done {
 		a.finish(inv, out)
@@ -293,6 +300,7 @@ func (a *Arbiter) work(inv *invocation, held *lock.Held) {
 			rep.out = errorOutcome(te)
 			return
 		}
+		inv.lockWait = a.cfg.Now().Sub(inv.proposed)
 		rep.held = h
 		if !a.send(report{inv: inv, acquired: true, held: h}) {
 			handed = true // nobody to hand it to; released below
@@ -307,7 +315,10 @@ func (a *Arbiter) work(inv *invocation, held *lock.Held) {
 			return
 		}
 	}
+	a.traceLocked(inv)
+	began := a.cfg.Now()
 	res := inv.call.Run(inv.ctx, tool.Invocation{Workspace: a.cfg.Workspace, CallID: inv.p.ID, Secrets: a.cfg.Secrets})
+	inv.ran = a.cfg.Now().Sub(began)
 	rep.out = resultOutcome(res)
 	rep.out.Output = a.redact(rep.out.Output) // before the model or the log sees it
 	rep.payload = inv.resultPayload(rep.out)
@@ -315,7 +326,8 @@ func (a *Arbiter) work(inv *invocation, held *lock.Held) {
 
 // resultPayload is the ToolResultCommitted payload of out.
 func (inv *invocation) resultPayload(out Outcome) []byte {
-	p := ResultCommitted{ID: inv.p.ID, Job: inv.job, Output: out.Output, Status: string(out.Status),
+	p := ResultCommitted{DurationMS: inv.ran.Milliseconds(), ID: inv.p.ID, Job: inv.job,
+		LockWaitMS: inv.lockWait.Milliseconds(), Output: out.Output, Status: string(out.Status),
 		Tool: inv.p.Tool, ToolCallID: inv.p.ToolCallID}
 	return p.appendJSON(make([]byte, 0, 128+len(out.Output)))
 }
@@ -371,8 +383,13 @@ func (a *Arbiter) finishWith(inv *invocation, out Outcome, payload []byte) {
 		payload = inv.resultPayload(out)
 	}
 	out.Rev = a.log.append(inv.lane, ToolResultCommitted, payload).Rev
+	released := 0
+	if inv.held != nil {
+		released = len(inv.locks)
+	}
 	inv.held.Release()
 	inv.held = nil
+	a.traceFinished(inv, out, released)
 
 	delete(a.inflight, inv.p.ID)
 	kept := out

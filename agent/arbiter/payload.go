@@ -6,6 +6,8 @@ package arbiter
 // the sorted order the types declare, omitempty honoured; raw members must
 // be canonical already); TestPayloadEncoders checks they agree.
 
+import "strconv"
+
 func appendMember(b []byte, first bool, name string) []byte {
 	if !first {
 		b = append(b, ',')
@@ -72,12 +74,16 @@ func (p *CallCommitted) appendJSON(b []byte) []byte {
 
 func (p *ResultCommitted) appendJSON(b []byte) []byte {
 	b = append(b, '{')
-	b = appendMember(b, true, "id")
+	b = appendMember(b, true, "duration_ms")
+	b = strconv.AppendInt(b, p.DurationMS, 10)
+	b = appendMember(b, false, "id")
 	b = appendString(b, p.ID)
 	if p.Job != "" {
 		b = appendMember(b, false, "job")
 		b = appendString(b, p.Job)
 	}
+	b = appendMember(b, false, "lock_wait_ms")
+	b = strconv.AppendInt(b, p.LockWaitMS, 10)
 	b = appendMember(b, false, "output")
 	if len(p.Output) == 0 {
 		b = append(b, "null"...)

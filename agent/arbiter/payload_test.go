@@ -35,6 +35,7 @@ func TestPayloadEncoders(t *testing.T) {
 	for _, p := range []ResultCommitted{
 		{ID: "1", Tool: "t", Status: "success", Output: in},
 		{ID: "1", Job: "j", Tool: "t", Status: "error", Output: in, ToolCallID: "c"},
+		{DurationMS: 1234, ID: "1", LockWaitMS: 56, Tool: "t", Status: "success", Output: in},
 	} {
 		add(p, p.appendJSON(nil))
 	}
