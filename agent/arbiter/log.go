@@ -14,10 +14,13 @@ import (
 const chunkSize = 4096
 
 // commitLog is the in-memory append log. Only the arbiter goroutine appends;
-// any goroutine may read. Event rev n is at index n-1.
+// any goroutine may read. Event rev n is at index n-1-base: a resumed
+// session's log holds only the tail after base it was restored with.
 type commitLog struct {
 	mu     sync.RWMutex
 	chunks [][]rpc.Event
+	base   int64         // the revision before the first event held
+	baseH  string        // its hash
 	n      int64         // events committed
 	last   string        // hash of event n
 	grew   chan struct{} // closed at the next append; nil while nobody waits
@@ -39,8 +42,15 @@ func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
 	e.Rev = l.n + 1
 	e.Hash = l.hasher.Sum(l.last, chain.Event(e), payload)
 
+	l.put(e)
+	return e
+}
+
+// put adds a committed event to the log; only the arbiter goroutine (or
+// Restore, before it runs) calls it.
+func (l *commitLog) put(e rpc.Event) {
 	l.mu.Lock()
-	if l.n%chunkSize == 0 {
+	if (l.n-l.base)%chunkSize == 0 {
 		l.chunks = append(l.chunks, make([]rpc.Event, 0, chunkSize))
 	}
 	c := &l.chunks[len(l.chunks)-1]
@@ -52,12 +62,11 @@ func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
 	if grew != nil {
 		close(grew)
 	}
-	return e
 }
 
 // at returns event rev; mu must be held.
 func (l *commitLog) at(rev int64) *rpc.Event {
-	i := rev - 1
+	i := rev - 1 - l.base
 	return &l.chunks[i/chunkSize][i%chunkSize]
 }
 
@@ -69,8 +78,8 @@ func (l *commitLog) since(rev int64) []rpc.Event { return l.sinceN(rev, -1) }
 func (l *commitLog) sinceN(rev int64, max int) []rpc.Event {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	if rev < 0 {
-		rev = 0
+	if rev < l.base {
+		rev = l.base
 	}
 	end := l.n
 	if max >= 0 && rev+int64(max) < end {
@@ -80,10 +89,10 @@ func (l *commitLog) sinceN(rev int64, max int) []rpc.Event {
 		return nil
 	}
 	out := make([]rpc.Event, 0, end-rev)
-	for i := rev; i < end; {
+	for i := rev - l.base; i < end-l.base; {
 		c := l.chunks[i/chunkSize]
 		from := int(i % chunkSize)
-		to := min(len(c), from+int(end-i))
+		to := min(len(c), from+int(end-l.base-i))
 		out = append(out, c[from:to]...)
 		i += int64(to - from)
 	}
@@ -104,7 +113,9 @@ func (l *commitLog) hashAt(rev int64) (string, bool) {
 	switch {
 	case rev == 0:
 		return "", true
-	case rev < 0 || rev > l.n:
+	case rev == l.base:
+		return l.baseH, true
+	case rev < l.base || rev > l.n:
 		return "", false
 	}
 	return l.at(rev).Hash, true

@@ -67,6 +67,10 @@ const (
 	CodeTimeout = "timeout"
 	// CodeCancelled: the call was cancelled (job cancelled, shutdown).
 	CodeCancelled = "cancelled"
+	// CodeInterrupted: the agent stopped (a crash, a restart) while the
+	// call was pending; a resumed session reports it and never runs it
+	// again (§13.3).
+	CodeInterrupted = "interrupted"
 	// CodeExitStatus: an external tool exited non-zero or was killed.
 	CodeExitStatus = "exit_status"
 	// CodeBadOutput: an external or host tool did not answer one valid
