@@ -191,6 +191,9 @@ func (r StatusReq) check() error {
 	if len(r.BudgetRemaining) > MaxStatusBudgets {
 		return tooBig("budget_remaining", len(r.BudgetRemaining), MaxStatusBudgets, "entries")
 	}
+	if r.TokensUsed < 0 || r.ToolCalls < 0 {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "status of lane %s counts %d tokens and %d tool calls: want counts of 0 or more", r.Lane, r.TokensUsed, r.ToolCalls)
+	}
 	if n := r.size(); n > MaxStatusBytes {
 		return Errorf(http.StatusBadRequest, CodeBadRequest, "status of lane %s is %d bytes; the limit is %d bytes", r.Lane, n, MaxStatusBytes)
 	}

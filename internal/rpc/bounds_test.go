@@ -94,6 +94,8 @@ func TestRequestBounds(t *testing.T) {
 			"payload is 65537 bytes; the limit is 65536 bytes"},
 		{"lane (job name)", VerbReportStatus, StatusReq{Lane: "core:" + job}, StatusReq{Lane: "core:" + job + "j"}, `is not a lane`},
 		{"budget_remaining", VerbReportStatus, StatusReq{Lane: "edge", BudgetRemaining: budgets(MaxStatusBudgets)}, StatusReq{Lane: "edge", BudgetRemaining: budgets(MaxStatusBudgets + 1)}, "budget_remaining is 17 entries; the limit is 16 entries"},
+		{"tokens_used", VerbReportStatus, StatusReq{Lane: "edge", TokensUsed: 1 << 62, ToolCalls: 1 << 62}, StatusReq{Lane: "edge", TokensUsed: -1}, "counts -1 tokens and 0 tool calls: want counts of 0 or more"},
+		{"tool_calls", VerbReportStatus, StatusReq{Lane: "core:j", ToolCalls: 1}, StatusReq{Lane: "core:j", ToolCalls: -5}, "counts 0 tokens and -5 tool calls"},
 		{"status size", VerbReportStatus, statusOfSize(MaxStatusBytes), statusOfSize(MaxStatusBytes + 1), "status of lane edge is 4097 bytes; the limit is 4096 bytes"},
 		{"reason", VerbTerminateSelf, TerminateReq{Reason: strings.Repeat("r", MaxReasonBytes)}, TerminateReq{Reason: strings.Repeat("r", MaxReasonBytes+1)}, "reason is 1025 bytes; the limit is 1024 bytes"},
 		{"tool_name", VerbExecuteHostTool, HostToolReq{ToolName: id}, HostToolReq{ToolName: id1}, "tool_name is 129 bytes"},

@@ -233,6 +233,11 @@ type StatusReq struct {
 	Skill           string           `json:"skill,omitempty"`
 	Step            int              `json:"step,omitempty"`
 	BudgetRemaining map[string]int64 `json:"budget_remaining,omitempty"`
+	// TokensUsed and ToolCalls are what the lane has used so far: a core
+	// job's own model tokens and tool calls; for the edge, the session's
+	// totals (every lane's), which its budget_remaining bounds.
+	TokensUsed int64 `json:"tokens_used,omitempty"`
+	ToolCalls  int64 `json:"tool_calls,omitempty"`
 }
 
 // StatusResp acknowledges a status report.
