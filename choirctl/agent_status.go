@@ -5,16 +5,23 @@ package main
 //
 // status shows one agent in detail: state, what is degraded (heartbeats
 // refused, the engine or Postgres unreachable), session, container, image,
-// uptime, last heartbeat, config version, resource bindings and lane
-// states. list shows every configured agent with its state.
+// uptime, last heartbeat, config version, resource bindings and, per
+// lane, its state, tokens and tool calls used and budget left (the edge's
+// are the session's: every lane's tokens and tool calls, and the session
+// budgets). list shows every configured agent with its state.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
+
+	"choir/internal/ctl"
 )
 
 func agentStatus(ctx context.Context, e *env, args []string) error {
@@ -33,7 +40,12 @@ func agentStatus(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e, st)
 	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	return writeAgentStatus(e.stdout, st)
+}
+
+// writeAgentStatus renders one agent's status for people.
+func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "agent\t%s\n", st.AgentID)
 	fmt.Fprintf(tw, "state\t%s\n", st.State)
 	for _, why := range st.Degraded {
@@ -68,6 +80,13 @@ func agentStatus(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(tw, "lane %s\t%s", name, l.State)
 		if l.Skill != "" {
 			fmt.Fprintf(tw, " skill=%s step=%d", l.Skill, l.Step)
+		}
+		fmt.Fprintf(tw, " tokens=%d tool_calls=%d", l.TokensUsed, l.ToolCalls)
+		if len(l.BudgetRemaining) > 0 {
+			fmt.Fprint(tw, " budget_left:")
+			for _, k := range slices.Sorted(maps.Keys(l.BudgetRemaining)) {
+				fmt.Fprintf(tw, " %s=%d", k, l.BudgetRemaining[k])
+			}
 		}
 		fmt.Fprintln(tw)
 	}
