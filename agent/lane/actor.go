@@ -41,6 +41,8 @@ type actor struct {
 	mu     sync.Mutex
 	active *skill.Run // the running skill, or nil
 	steps  int        // model calls of the current turn (edge) or job
+
+	meter meter // the lane's model calls (telemetry.go)
 }
 
 func newActor(l *Lane, owner lock.Owner, j *job) *actor {
@@ -139,7 +141,8 @@ func (a *actor) maybeCompact() {
 // call makes one model call with settings set, taken at its start: the
 // session token budget is checked first, llm_call_timeout_ms bounds it, and
 // a 429 is answered as §7.7 says (tell the user, wait, retry once). The
-// tokens used count against the session.
+// tokens used count against the session; the call is logged and its usage
+// and latency go in the ModelOutput that records the reply (telemetry.go).
 func (a *actor) call(ctx context.Context, req openai.ChatRequest, set Settings) (*openai.ChatResponse, error) {
 	if err := a.l.session.checkTokens(); err != nil {
 		return nil, err
@@ -155,10 +158,9 @@ func (a *actor) call(ctx context.Context, req openai.ChatRequest, set Settings) 
 			notify(fmt.Sprintf("The model is rate-limited; I will try again in %s.", wait.Round(time.Millisecond)))
 		}
 	}
+	began := time.Now()
 	resp, err := a.model.ChatWithRateLimitRetry(ctx, req, rl)
-	if resp != nil {
-		a.l.session.addTokens(usage(req, resp))
-	}
+	a.observe(purposeTurn, req, resp, err, time.Since(began))
 	return resp, err
 }
 
@@ -181,10 +183,9 @@ func (a *actor) compactionCall(ctx context.Context, req openai.ChatRequest) (*op
 		ctx, cancel = context.WithTimeout(ctx, set.CallTimeout)
 		defer cancel()
 	}
+	began := time.Now()
 	resp, err := model.Chat(ctx, req)
-	if resp != nil {
-		a.l.session.addTokens(usage(req, resp))
-	}
+	a.observe(purposeCompaction, req, resp, err, time.Since(began))
 	return resp, err
 }
 
@@ -216,17 +217,21 @@ type writePayload struct {
 }
 
 // output is the ModelOutput payload of a lane: arbiter.ModelOutputPayload
-// with the job named for a core lane.
+// with the job named for a core lane, and the call's latency and token
+// usage (§22.1).
 type output struct {
 	Error     string                  `json:"error,omitempty"`
 	Job       string                  `json:"job,omitempty"`
+	LatencyMS int64                   `json:"latency_ms,omitempty"`
 	Model     string                  `json:"model,omitempty"`
 	Text      string                  `json:"text"`
 	ToolCalls []arbiter.ModelToolCall `json:"tool_calls,omitempty"`
+	Usage     *callUsage              `json:"usage,omitempty"`
 }
 
 func (a *actor) output(model string, resp *openai.ChatResponse) output {
 	p := output{Job: a.jobName(), Model: model, Text: resp.Content}
+	p.Usage, p.LatencyMS = a.meter.forOutput(resp)
 	if p.Text == "" {
 		p.Text = resp.Refusal
 	}

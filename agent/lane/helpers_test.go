@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,6 +90,7 @@ type envOptions struct {
 	coreSet   func() Settings
 	// endSession receives Config.EndSession's reason; nil: not set.
 	endSession func(reason string)
+	log        *slog.Logger // Config.Log; nil discards
 }
 
 // failing is a model that refuses every call.
@@ -161,6 +163,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		Budgets:                    o.budgets,
 		CompactionThresholdPercent: o.percent,
 		EndSession:                 o.endSession,
+		Log:                        o.log,
 		Notify: func(msg string) {
 			e.mu.Lock()
 			e.notify = append(e.notify, msg)

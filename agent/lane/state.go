@@ -124,6 +124,7 @@ func newMachine[S interface {
 }
 
 // to moves to next because of on, or refuses and logs an illegal move.
+// Every move is logged with the lane (§22.1 lane transitions).
 func (m *machine[S]) to(next S, on string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -131,6 +132,7 @@ func (m *machine[S]) to(next S, on string) error {
 		m.log.Error("illegal state transition refused", logs.KeyLane, m.lane, "from", m.cur.String(), "to", next.String(), "on", on)
 		return fmt.Errorf("%w: %s -> %s on %s", ErrIllegalTransition, m.cur, next, on)
 	}
+	m.log.Info("lane transition", logs.KeyLane, m.lane, "from", m.cur.String(), "to", next.String(), "on", on)
 	m.cur = next
 	return nil
 }

@@ -1,6 +1,7 @@
 package lane
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -77,24 +78,38 @@ func sortByName(s []JobStatus) {
 }
 
 // Status reports the lanes for REPORT_STATUS (session.Hooks.Status): the
-// edge (its state, skill, the model calls of its turn and the session's
-// remaining budgets) and each running core job (its state, skill, steps
-// and remaining job budgets).
+// edge (its state, skill, the model calls of its turn, the session's
+// remaining budgets and the session's tokens and tool calls so far, every
+// lane's) and each running core job by name (its state, skill, steps,
+// remaining job budgets, and its own tokens and tool calls).
 func (l *Lane) Status() []rpc.StatusReq {
+	tokens, tools := l.session.used()
 	out := []rpc.StatusReq{{
 		Lane:            string(lock.Edge),
 		State:           l.sm.get().String(),
 		Skill:           skillName(l.edge.skill()),
 		Step:            l.edge.step(),
 		BudgetRemaining: l.session.remaining(),
+		TokensUsed:      tokens,
+		ToolCalls:       tools,
 	}}
-	for _, js := range l.Jobs() {
+	l.mu.Lock()
+	running := make([]*job, 0, len(l.jobs))
+	for _, j := range l.jobs {
+		running = append(running, j)
+	}
+	l.mu.Unlock()
+	cores := make([]rpc.StatusReq, 0, len(running))
+	for _, j := range running {
+		js := j.status()
 		if js.Ended {
 			continue
 		}
-		out = append(out, rpc.StatusReq{Lane: "core:" + js.Name, State: js.State, Skill: js.Skill, Step: js.Steps, BudgetRemaining: js.Remaining})
+		cores = append(cores, rpc.StatusReq{Lane: "core:" + js.Name, State: js.State, Skill: js.Skill, Step: js.Steps,
+			BudgetRemaining: js.Remaining, TokensUsed: j.a.meter.used(), ToolCalls: int64(js.ToolCalls)})
 	}
-	return out
+	slices.SortFunc(cores, func(a, b rpc.StatusReq) int { return strings.Compare(a.Lane, b.Lane) })
+	return append(out, cores...)
 }
 
 func skillName(r *skill.Run) string {

@@ -1,0 +1,153 @@
+package lane
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"choir/internal/logs"
+	"choir/internal/openai"
+)
+
+// LLM call telemetry (§22.1): every model call of a lane, its turns and its
+// compactions, is logged as one "llm call" record (model, tokens, latency,
+// lane, outcome); a turn's call also puts its usage and latency in the
+// ModelOutput event that records its reply, which choird stores. The
+// session id comes with Config.Log.
+
+// Keys and values of the "llm call" record.
+const (
+	msgLLMCall           = "llm call"
+	keyModel             = "model"
+	keyPurpose           = "purpose" // turn or compaction
+	keyPromptTokens      = "prompt_tokens"
+	keyCompletionTokens  = "completion_tokens"
+	keyTotalTokens       = "total_tokens"
+	keyEstimated         = "estimated" // the provider reported no usage
+	keyLatency           = "latency_ms"
+	keyOutcome           = "outcome" // ok, or an error code
+	purposeTurn          = "turn"
+	purposeCompaction    = "compaction"
+	outcomeOK            = "ok"
+	outcomeTimeout       = "timeout"
+	outcomeCancelled     = "cancelled"
+	outcomeModelError    = "model_error"
+	outcomeModelErrorPre = "model_"
+)
+
+// callUsage is the token usage of a ModelOutput payload: as the provider
+// reported it, or (estimated) a count of a token per four bytes; Total is
+// what counted against total_session_tokens.
+type callUsage struct {
+	Completion int64 `json:"completion_tokens"`
+	Estimated  bool  `json:"estimated,omitempty"`
+	Prompt     int64 `json:"prompt_tokens"`
+	Total      int64 `json:"total_tokens"`
+}
+
+// meter counts one lane's model calls and keeps the usage and latency of
+// its last turn call for the ModelOutput that records the reply.
+type meter struct {
+	mu     sync.Mutex
+	tokens int64 // every call of the lane, compactions included
+	calls  int64
+	last   *openai.ChatResponse
+	usage  callUsage
+	took   time.Duration
+}
+
+// used is the tokens the lane's calls used so far.
+func (m *meter) used() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tokens
+}
+
+// forOutput returns the usage and latency of resp when it is the lane's
+// last turn call, else nothing.
+func (m *meter) forOutput(resp *openai.ChatResponse) (*callUsage, int64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if resp == nil || resp != m.last {
+		return nil, 0
+	}
+	u := m.usage
+	return &u, m.took.Milliseconds()
+}
+
+// observe ends one model call: it counts the tokens against the session
+// and the lane, keeps a turn call's figures for its ModelOutput, and logs
+// the "llm call" record.
+func (a *actor) observe(purpose string, req openai.ChatRequest, resp *openai.ChatResponse, err error, took time.Duration) {
+	var u callUsage
+	if resp != nil {
+		u = callUsage{Prompt: int64(resp.Usage.PromptTokens), Completion: int64(resp.Usage.CompletionTokens), Total: usage(req, resp)}
+		u.Estimated = resp.Usage.TotalTokens <= 0 && resp.Usage.PromptTokens+resp.Usage.CompletionTokens <= 0
+		a.l.session.addTokens(u.Total)
+	}
+	a.meter.mu.Lock()
+	a.meter.tokens += u.Total
+	a.meter.calls++
+	if purpose == purposeTurn {
+		a.meter.last, a.meter.usage, a.meter.took = resp, u, took
+	}
+	a.meter.mu.Unlock()
+
+	log := a.l.cfg.Log
+	level := slog.LevelInfo
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	if !log.Enabled(context.Background(), level) {
+		return
+	}
+	attrs := []any{logs.KeyLane, string(a.owner), keyPurpose, purpose, keyModel, req.Model,
+		keyPromptTokens, u.Prompt, keyCompletionTokens, u.Completion, keyTotalTokens, u.Total,
+		keyLatency, took.Milliseconds(), keyOutcome, outcome(err)}
+	if u.Estimated {
+		attrs = append(attrs, keyEstimated, true)
+	}
+	if err != nil {
+		attrs = append(attrs, logs.KeyError, err.Error())
+	}
+	log.Log(context.Background(), level, msgLLMCall, attrs...)
+}
+
+// outcome names how a call ended: ok, or an error code (timeout,
+// cancelled, model_<kind> for a provider's answer, model_error).
+func outcome(err error) string {
+	var api *openai.APIError
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.Is(err, context.DeadlineExceeded):
+		return outcomeTimeout
+	case errors.Is(err, context.Canceled):
+		return outcomeCancelled
+	case errors.As(err, &api):
+		switch api.Kind {
+		case openai.KindTimeout:
+			return outcomeTimeout
+		case openai.KindCanceled:
+			return outcomeCancelled
+		}
+		code := strings.ReplaceAll(api.Kind.String(), " ", "_")
+		if api.Status != 0 {
+			code += "_" + strconv.Itoa(api.Status)
+		}
+		return outcomeModelErrorPre + code
+	}
+	return outcomeModelError
+}
+
+// used is what the session has spent so far: tokens of every model call
+// and tool calls of every lane.
+func (s *session) used() (tokens, tools int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tokens, s.tools
+}
