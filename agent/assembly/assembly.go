@@ -123,7 +123,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
-		Secrets: rt.secret, Redactor: rt.sess.Redactor})
+		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log})
 	dyn := rt.dynamic()
 	ln, err := lane.New(lane.Config{
 		SessionID: rt.sess.ID().SessionID,
@@ -138,7 +138,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		EventWindow: dyn.Tunables.EventWindow, CompactionThresholdPercent: dyn.Tunables.CompactionThresholdPercent,
 		Budgets: dyn.Tunables.Budgets,
 		Reply:   rt.reply, Report: rt.report, Notify: rt.notify,
-		Log: rt.log.With("lane", "edge"),
+		Log: rt.log, // each lane record names its lane
 	})
 	if err != nil {
 		return fmt.Errorf("start the lanes: %w", err)
