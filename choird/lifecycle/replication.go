@@ -87,7 +87,26 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (
 	r.mu.Lock()
 	r.repl.AckedRev, r.repl.SnapshotRev = got.Head.Rev, max(got.SnapshotRev, 0)
 	r.mu.Unlock()
+	m.logStored(r, req, got)
 	return got, nil
+}
+
+// logStored records a stored batch (§22.1 heartbeat revisions): the
+// revisions it carried, the head acknowledged, and the snapshot when one
+// was stored with it. An empty heartbeat (nothing new) is not logged.
+func (m *Manager) logStored(r *Run, req rpc.HeartbeatReq, got Replicated) {
+	snapshot := len(req.Snapshot) > 0 && got.SnapshotRev == req.SnapshotRev
+	if len(req.Patches) == 0 && !snapshot {
+		return
+	}
+	args := []any{"from_rev", req.BaseRev + 1, "to_rev", req.NewRev, "events", len(req.Patches), "acked_rev", got.Head.Rev}
+	if snapshot {
+		args = append(args, "snapshot_rev", got.SnapshotRev, "snapshot_bytes", len(req.Snapshot))
+	}
+	if req.Final {
+		args = append(args, "final", true)
+	}
+	m.logf(r, "heartbeat stored", args...)
 }
 
 // refused records and logs a refused heartbeat.
