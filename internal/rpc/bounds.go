@@ -31,6 +31,9 @@ const (
 	// MaxSnapshotBytes bounds a HEARTBEAT's snapshot; it must be a
 	// Snapshot: an object with exactly §13.4's members.
 	MaxSnapshotBytes = 1 << 20
+	// MaxSummaryBytes bounds a final HEARTBEAT's session summary (§11.8);
+	// it must be a JSON object and come with final.
+	MaxSummaryBytes = 64 << 10
 	// MaxApprovalPayload bounds REQUEST_APPROVAL's payload: a person reads
 	// it.
 	MaxApprovalPayload = 64 << 10
@@ -142,6 +145,26 @@ func (r HeartbeatReq) check() error {
 		if _, err := ParseSnapshot(r.Snapshot); err != nil {
 			return Errorf(http.StatusBadRequest, CodeBadRequest, "%v", err)
 		}
+	}
+	return CheckSummary(r.Summary, r.Final)
+}
+
+// CheckSummary checks a heartbeat's session summary (§11.8): none (null
+// counts as none), or a JSON object of at most MaxSummaryBytes on a final
+// heartbeat. The 400 names the field.
+func CheckSummary(summary json.RawMessage, final bool) error {
+	if len(summary) == 0 || string(summary) == "null" {
+		return nil
+	}
+	if n := len(summary); n > MaxSummaryBytes {
+		return tooBig("summary", n, MaxSummaryBytes, "bytes")
+	}
+	if !final {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "summary: only the final heartbeat of a graceful stop carries the session summary; send it with final: true")
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(summary, &obj); err != nil || obj == nil {
+		return Errorf(http.StatusBadRequest, CodeBadRequest, "summary is not a JSON object: want the session summary as one object, e.g. {\"title\":...,\"summary\":...}")
 	}
 	return nil
 }
