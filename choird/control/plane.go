@@ -59,7 +59,9 @@ func (p *Plane) SetConfig(l *config.Loaded) {
 	p.mu.Lock()
 	p.loaded = l
 	p.configVersion++
+	version := p.configVersion
 	p.mu.Unlock()
+	p.versionChanged(version, "configuration loaded", "agents", len(l.Config.Agents), "secrets", len(l.Secrets))
 }
 
 func secretValues(s config.Secrets) []string {

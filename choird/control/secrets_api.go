@@ -40,7 +40,7 @@ func (p *Plane) ApplySecrets() (ctl.SecretsApplied, error) {
 	if agents != nil {
 		res.AgentsNotified = agents.Broadcast(rpc.EventSecretsChanged, struct{}{})
 	}
-	p.log.Info("secrets applied", "secrets", res.Secrets, "agents_notified", res.AgentsNotified)
+	p.versionChanged(res.ConfigVersion, "secrets applied", "secrets", res.Secrets, "agents_notified", res.AgentsNotified)
 	return res, nil
 }
 

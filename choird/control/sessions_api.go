@@ -72,6 +72,7 @@ func (p *Plane) SetModel(agentID string, choice ctl.ModelChoice) (ctl.ModelChoic
 	p.configVersion++
 	version := p.configVersion
 	p.mu.Unlock()
+	p.versionChanged(version, "model set", "agent_id", agentID, "llm", choice.LLM, "voice_profile", choice.VoiceProfile)
 	running.Broadcast(rpc.EventConfigChanged, map[string]int64{"config_version": version})
 	llm, voice, err := running.Model(agentID)
 	if err != nil {
