@@ -85,7 +85,7 @@ func (rt *Runtime) Attach() {
 		Stopping: rt.stop,
 		Status:   func() []rpc.StatusReq { return rt.status() },
 		Snapshot: rt.snapshot, SnapshotCadence: rt.snapshotCadence,
-		Notify: rt.notify,
+		Notify: rt.notify, TailFrom: lane.TailFrom,
 	}
 }
 
@@ -143,6 +143,10 @@ func (rt *Runtime) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("start the lanes: %w", err)
 	}
+	notice, err := rt.resume(arb, ln)
+	if err != nil {
+		return err
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	rt.mu.Lock()
 	rt.arb, rt.lane, rt.cancel = arb, ln, cancel
@@ -161,6 +165,9 @@ func (rt *Runtime) open(ctx context.Context) error {
 		}
 	}()
 	rt.log.Info("runtime ready", "tools", len(tools.Names()), "skills", len(skills.Names()))
+	if notice != "" {
+		rt.notify(notice)
+	}
 	return nil
 }
 

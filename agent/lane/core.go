@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"choir/agent/arbiter"
-	"choir/agent/lock"
 	"choir/agent/tool"
 	"choir/internal/jsonschema"
 	"choir/internal/openai"
@@ -34,6 +33,7 @@ type job struct {
 	cancel  context.CancelCauseFunc
 	done    chan struct{}
 	begun   time.Time
+	resumed bool // a resumed session's open job: its CoreStarted is in the log
 
 	mu         sync.Mutex
 	over       bool // the job has ended: its token is void
@@ -45,6 +45,7 @@ type job struct {
 	failure    *JobError
 	last       *CoreEvent // the last progress, plan or partial result
 	inFlight   string     // the tool running, if any
+	startedRev int64      // the revision of its CoreStarted
 }
 
 // Causes of a job's termination besides budgets and model errors.
@@ -70,18 +71,12 @@ func (l *Lane) spawn(input json.RawMessage) (*job, error) {
 	}
 	l.spawned++
 	start.JobID = jobID(l.cfg.SessionID, start.JobName, l.spawned)
-	owner, _ := lock.Core(start.JobName)
-	j := &job{l: l, name: start.JobName, id: start.JobID, start: start, schema: schema,
-		lim: limitsFor(l.cfg.Budgets, start), done: make(chan struct{}), begun: time.Now()}
-	if len(start.ToolConstraints.AllowedTools) > 0 {
-		j.allowed = map[string]bool{}
-		for _, n := range start.ToolConstraints.AllowedTools {
-			j.allowed[n] = true
-		}
+	j, err := l.buildJob(start)
+	if err != nil {
+		return nil, tool.Errorf(tool.CodeInvalidInput, "%v", err)
 	}
+	j.schema = schema
 	j.ctx, j.cancel = context.WithCancelCause(l.coreCtx)
-	j.sm = newMachine(CoreIdle, CoreTransitions, string(owner), l.cfg.Log)
-	j.a = newActor(l, owner, j)
 	j.sm.to(CoreCreated, "CoreJobStart")
 	l.jobs[j.name] = j
 	l.wg.Add(1)
@@ -118,11 +113,18 @@ func (j *job) work() error {
 	ctx, stop := context.WithTimeoutCause(j.ctx, j.lim.wall, &BudgetError{BudgetJobWallTime, j.lim.wall.Milliseconds()})
 	defer stop()
 	a.life = ctx
-	ev, err := j.l.cfg.Arbiter.Record(ctx, a.owner, arbiter.CoreStarted, startedPayload{Job: j.name, JobID: j.id, Start: j.start})
-	if err != nil {
-		return cause(ctx, err)
+	if !j.resumed {
+		ev, err := j.l.cfg.Arbiter.Record(ctx, a.owner, arbiter.CoreStarted, startedPayload{Job: j.name, JobID: j.id, Start: j.start})
+		if err != nil {
+			return cause(ctx, err)
+		}
+		a.seen = ev.Rev // the job sees its own events from here on
+		j.mu.Lock()
+		j.startedRev = ev.Rev
+		j.mu.Unlock()
+	} else {
+		a.sync() // its work so far, from the resumed log
 	}
-	a.seen = ev.Rev // the job sees its own events from here on
 	j.sm.to(CoreReasoning, "LLM call")
 	for {
 		if ctx.Err() != nil {

@@ -21,11 +21,15 @@ func (l *Lane) cycle(ctx context.Context, it item) error {
 	l.mu.Lock()
 	l.turnCores = nil
 	l.mu.Unlock()
-	ev, err := l.cfg.Arbiter.Record(ctx, lock.Edge, arbiter.UserMsg, userPayload{Attachments: it.msg.Attachments, ID: it.msg.ID, Text: it.msg.Text})
-	if err != nil {
-		return l.abort(it, err)
+	if it.resumed > 0 {
+		a.pin = it.resumed
+	} else {
+		ev, err := l.cfg.Arbiter.Record(ctx, lock.Edge, arbiter.UserMsg, userPayload{Attachments: it.msg.Attachments, ID: it.msg.ID, Text: it.msg.Text})
+		if err != nil {
+			return l.abort(it, err)
+		}
+		a.pin = ev.Rev
 	}
-	a.pin = ev.Rev
 	a.sync()
 	l.sm.to(EdgeReasoning, "inject memory context, call LLM")
 	text, failed, err := l.reason(ctx)

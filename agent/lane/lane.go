@@ -170,12 +170,16 @@ type Lane struct {
 	wg       sync.WaitGroup // running jobs
 
 	turnCores []string // jobs started by the current turn
+	resume    *resumeState
 }
 
 // item is one queued user message.
 type item struct {
 	msg   rpc.UserMessage
 	reply chan Reply // Handle's; nil sends to Config.Reply
+	// resumed is the revision of the UserMsg of a turn a resumed session
+	// goes on with: it is in the log already.
+	resumed int64
 }
 
 // maxEnded bounds the ended jobs choir.core.list and Status remember.
@@ -256,7 +260,7 @@ func (l *Lane) Run(ctx context.Context) error {
 	relayed := make(chan struct{})
 	go func() { defer close(relayed); l.events.serve(l.relay) }()
 
-	var fatal error
+	fatal := l.startResumed(ctx)
 	var spent *BudgetError
 	for fatal == nil && spent == nil {
 		it, ok := l.next(ctx)

@@ -2,7 +2,6 @@ package lane
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"choir/agent/lock"
@@ -12,20 +11,48 @@ import (
 )
 
 // Snapshot is the working-memory snapshot heartbeats carry (design §13.4,
-// rpc.HeartbeatReq.Snapshot), under the design's names, plus each lane's
-// whole memory state, which Restore needs.
+// rpc.Snapshot), exactly its members: each lane's reference summary, per
+// lane the revision of the oldest event in its window, the skill runs by
+// lane, the lanes' state with the budgets spent, and the open core jobs.
+// Resume rebuilds the lanes from it and the stored events after it.
 type Snapshot struct {
-	// Rev is the log's head when the snapshot was taken.
-	Rev                  int64                     `json:"rev"`
+	// Rev is the log's head when the snapshot was taken (it travels beside
+	// the snapshot, as the revision choird stores it under).
+	Rev                  int64                     `json:"-"`
 	ReferenceSummaryEdge memory.Summary            `json:"reference_summary_edge"`
 	ReferenceSummaryCore map[string]memory.Summary `json:"reference_summary_core"` // by job name
 	// EventWindowBoundary is, per lane ("edge", "core:<job>"), the
-	// revision of the oldest event in its window.
+	// revision of the oldest event in its window (0: empty).
 	EventWindowBoundary map[string]int64          `json:"event_window_boundary"`
-	WorkingMemory       map[string]memory.State   `json:"working_memory"`
-	SkillState          map[string]skill.Snapshot `json:"skill_state,omitempty"`
-	LaneState           []rpc.StatusReq           `json:"lane_state"`
+	SkillState          map[string]skill.Snapshot `json:"skill_state"` // by lane
+	LaneState           LaneState                 `json:"lane_state"`
 	OpenJobs            []JobStatus               `json:"open_jobs"`
+}
+
+// LaneState is §13.4's lane_state: each lane's status with its budgets
+// left, where each lane's working memory has folded to, and what the
+// session's budgets have spent.
+type LaneState struct {
+	Lanes  []rpc.StatusReq           `json:"lanes"`
+	Memory map[string]MemoryPosition `json:"memory"` // by lane
+	Used   Used                      `json:"used"`
+}
+
+// MemoryPosition is how far a lane's reference summary reaches: the newest
+// revision folded into it, and the older ones kept in the window (pinned).
+type MemoryPosition struct {
+	FoldedThrough int64   `json:"folded_through"`
+	Kept          []int64 `json:"kept,omitempty"`
+	// StartedRev is a core job's CoreStarted revision, where a resumed
+	// job's log begins.
+	StartedRev int64 `json:"started_rev,omitempty"`
+}
+
+// Used is what the session budgets have spent (design §7.6).
+type Used struct {
+	Tokens    int64 `json:"tokens"`
+	ToolCalls int64 `json:"tool_calls"`
+	CoreJobs  int64 `json:"core_jobs"`
 }
 
 // Snapshot takes the working-memory snapshot as JSON.
@@ -35,15 +62,20 @@ func (l *Lane) Snapshot() (json.RawMessage, error) {
 		Rev:                  rev,
 		ReferenceSummaryCore: map[string]memory.Summary{},
 		EventWindowBoundary:  map[string]int64{},
-		WorkingMemory:        map[string]memory.State{},
 		SkillState:           map[string]skill.Snapshot{},
-		LaneState:            l.Status(),
+		LaneState:            LaneState{Lanes: l.Status(), Memory: map[string]MemoryPosition{}, Used: l.session.spentSoFar()},
 		OpenJobs:             []JobStatus{},
 	}
 	add := func(a *actor) {
 		st := a.mem.State()
-		s.WorkingMemory[string(a.owner)] = st
 		s.EventWindowBoundary[string(a.owner)] = st.Boundary
+		pos := MemoryPosition{FoldedThrough: st.FoldedThrough, Kept: st.Kept}
+		if a.job != nil {
+			a.job.mu.Lock()
+			pos.StartedRev = a.job.startedRev
+			a.job.mu.Unlock()
+		}
+		s.LaneState.Memory[string(a.owner)] = pos
 		if a.job == nil {
 			s.ReferenceSummaryEdge = st.Summary
 		} else {
@@ -72,33 +104,26 @@ func (l *Lane) Snapshot() (json.RawMessage, error) {
 	return raw, nil
 }
 
-// Restore puts back the edge lane's working memory (reference summary and
-// window boundary) and running skill from a snapshot, before Run; the
-// window is then rebuilt from the log's tail. Core jobs are not resumed
-// after a restart: Restore returns those that were open, for the user to be
-// told.
-func (l *Lane) Restore(raw json.RawMessage) ([]JobStatus, error) {
-	l.mu.Lock()
-	running := l.running
-	l.mu.Unlock()
-	if running {
-		return nil, errors.New("lane: Restore after Run")
-	}
-	var s Snapshot
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return nil, fmt.Errorf("lane: restore snapshot: %w", err)
-	}
-	if st, ok := s.WorkingMemory[string(lock.Edge)]; ok {
-		l.edge.mem.Restore(st)
+// memoryState is a lane's working memory as the snapshot keeps it.
+func (s *Snapshot) memoryState(owner lock.Owner) memory.State {
+	st := memory.State{Boundary: s.EventWindowBoundary[string(owner)]}
+	if owner == lock.Edge {
+		st.Summary = s.ReferenceSummaryEdge
 	} else {
-		l.edge.mem.Restore(memory.State{Summary: s.ReferenceSummaryEdge})
+		st.Summary = s.ReferenceSummaryCore[owner.Job()]
 	}
-	if ss, ok := s.SkillState[string(lock.Edge)]; ok && l.cfg.Skills != nil {
-		run, err := l.cfg.Skills.Restore(ss)
-		if err != nil {
-			return s.OpenJobs, fmt.Errorf("lane: restore the edge's skill: %w", err)
-		}
-		l.edge.setSkill(run)
+	pos, ok := s.LaneState.Memory[string(owner)]
+	if ok {
+		st.FoldedThrough, st.Kept = pos.FoldedThrough, pos.Kept
+	} else if st.Boundary > 0 {
+		st.FoldedThrough = st.Boundary - 1
 	}
-	return s.OpenJobs, nil
+	return st
+}
+
+// spentSoFar is what the session budgets have spent.
+func (s *session) spentSoFar() Used {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Used{Tokens: s.tokens, ToolCalls: s.tools, CoreJobs: s.jobs}
 }

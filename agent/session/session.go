@@ -79,6 +79,7 @@ type Session struct {
 	configVersion int64
 	config        json.RawMessage
 	repl          replState
+	recovered     *Recovered
 	// end stops Run from inside the agent (End); endReason keeps a
 	// request made before Run could take it.
 	end       func(reason string)
@@ -118,6 +119,11 @@ type Hooks struct {
 	// Notify tells the user something through the DM (the runtime's
 	// notice path): here, that choird is behind.
 	Notify func(text string)
+	// TailFrom says, for a resumed session with a snapshot (§13.4, at
+	// revision rev), after which revision the lanes need the stored
+	// events to rehydrate (their oldest window and open job); nil, or
+	// no snapshot, reads the whole log.
+	TailFrom func(snapshot json.RawMessage, rev int64) int64
 }
 
 // New prepares a session; Run starts it. What it sends through cp and
@@ -219,6 +225,14 @@ func (s *Session) open(ctx context.Context) error {
 	// The config version stays 0 until the first FETCH_DYNAMIC_CONFIG
 	// brings the config itself.
 	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)
+	if hello.Status == rpc.InitRecover {
+		if hello.Recovery == nil {
+			return fmt.Errorf("INIT_HELLO: choird resumes the session but sent no recovery state")
+		}
+		if err := s.recover(ctx, hello.Recovery); err != nil {
+			return err
+		}
+	}
 	if err := s.fetchSecrets(ctx); err != nil {
 		return err
 	}
