@@ -22,12 +22,19 @@ const StopGraceExtra = 15 * time.Second
 // TERMINATE_SELF; choird then removes the container and releases the leases.
 // An agent that does not exit in time is stopped by the engine (SIGTERM,
 // then SIGKILL).
+//
+// A restart the restart policy has pending (or is starting) is cancelled
+// first: stopping an agent that waits to be restarted is not an error.
 func (m *Manager) Stop(ctx context.Context, agentID string) error {
+	cancelled := m.cancelRestart(agentID, "agent stop")
 	lk := m.agentLock(agentID)
 	lk.Lock()
 	defer lk.Unlock()
 	r := m.run(agentID)
 	if r == nil {
+		if cancelled {
+			return nil
+		}
 		return fmt.Errorf("%s: %w", agentID, ErrNotRunning)
 	}
 	m.stop(ctx, r)
@@ -113,7 +120,11 @@ func (m *Manager) end(r *Run, status, reason string) {
 	if err := m.Logs.ArchiveAgent(r.AgentID); err != nil {
 		m.Log.Warn("archive agent log failed", "agent_id", r.AgentID, "error", err.Error())
 	}
-	m.tell(ctx, r, status, reason, wasRunning)
+	var restart restartNote
+	if status == StatusCrashed && wasRunning {
+		restart = m.restartAfterCrash(r, reason) // with the leases free for it
+	}
+	m.tell(ctx, r, status, reason, wasRunning, restart)
 }
 
 // SessionEnds is told when a session ends, after the DM heard about it:
@@ -125,13 +136,16 @@ type SessionEnds interface {
 
 // tell lets the agent's DM know that a running session crashed, and how to
 // go on, then tells whoever follows the agent that its session ended.
-func (m *Manager) tell(ctx context.Context, r *Run, status, reason string, wasRunning bool) {
+// A restart the restart policy scheduled is said instead of how to start.
+func (m *Manager) tell(ctx context.Context, r *Run, status, reason string, wasRunning bool, restart restartNote) {
 	if m.Outbox == nil {
 		return
 	}
 	if status == StatusCrashed && wasRunning {
-		text := fmt.Sprintf("%s stopped unexpectedly (%s): its session ended, and whatever it was doing was interrupted. "+
-			"Start it again with /start %s, or `choirctl agent start %s`.", r.AgentID, reason, r.AgentID, r.AgentID)
+		text := fmt.Sprintf("%s stopped unexpectedly (%s): its session ended, and whatever it was doing was interrupted. ", r.AgentID, reason) + restart.text
+		if !restart.scheduled {
+			text += fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`.", r.AgentID, r.AgentID)
+		}
 		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, rpc.DMSend{Kind: rpc.DMError, Text: text}); err != nil {
 			m.logf(r, "the crash notice did not reach the DM", "error", err.Error())
 		}

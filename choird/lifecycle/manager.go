@@ -173,7 +173,11 @@ type Manager struct {
 	// lost again (doubling up to MaxEngineRetry); zero means
 	// DefaultEngineRetry.
 	EngineRetry time.Duration
+	// AfterFunc schedules the restart policy's restarts (see restart.go);
+	// nil means time.AfterFunc. f must run on a goroutine of its own.
+	AfterFunc func(d time.Duration, f func()) Timer
 
+	restarts  restarter
 	mu        sync.Mutex
 	runs      map[string]*Run // by agent id
 	sessions  map[string]*Run // by session id
@@ -226,9 +230,10 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	}
 	r := m.run(agentID)
 	if r == nil {
-		return ctl.AgentStatus{AgentID: agentID, State: "stopped", Degraded: m.health()}, nil
+		return ctl.AgentStatus{AgentID: agentID, State: "stopped", Restart: m.restartStatus(agentID, nil), Degraded: m.health()}, nil
 	}
 	b := r.bindings()
+	restart := m.restartStatus(agentID, r)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	lanes := map[string]rpc.StatusReq{}
@@ -239,6 +244,7 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
 		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(), Resumed: r.resumed(),
+		Restart:  restart,
 		Degraded: append(r.faults(m.now()), m.health()...),
 	}, nil
 }

@@ -24,6 +24,8 @@ type AgentStatus struct {
 	// Resumed is set when this session resumed an earlier run of it
 	// (spec 13.2): from which revision, and how many times so far.
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// Restart is the agent's restart policy and what it has done.
+	Restart *RestartStatus `json:"restart,omitempty"`
 	// Degraded says what is wrong now for this agent, one reason each: its
 	// heartbeats refused or failing, the engine unreachable while choird
 	// watches its container, Postgres or the engine down for all.
