@@ -1,8 +1,10 @@
 package main
 
-// choirctl agent start <agent-id> --dm=<name> [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]
+// choirctl agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]
 //
 // Starts the agent's container and returns once the agent has said hello.
+// The agent's last session resumes where choird last saved it (§13.2),
+// unless --fresh asks for a new one.
 // Every exclusive resource is leased at once or not at all; a refusal names
 // the resource and the agent holding it. --dm is required here (choirctl has
 // no DM of its own); the other flags override the agent's defaults.
@@ -15,8 +17,9 @@ import (
 )
 
 func agentStart(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "agent start", "agent start <agent-id> --dm=<name> [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]")
+	fs := newFlags(e, "agent start", "agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]")
 	var req ctl.StartRequest
+	fs.BoolVar(&req.Fresh, "fresh", false, "start a new session instead of resuming the agent's last one")
 	fs.StringVar(&req.DM, "dm", "", "the DM to bind (required)")
 	fs.StringVar(&req.Workspace, "workspace", "", "override the default workspace")
 	fs.StringVar(&req.LLM, "llm", "", "override the default model")
@@ -42,6 +45,9 @@ func agentStart(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, st)
 	}
 	fmt.Fprintf(e.stdout, "%s started: session %s, container %s, image %s\n", st.AgentID, st.SessionID, st.Container, st.Image)
+	if r := st.Resumed; r != nil {
+		fmt.Fprintf(e.stdout, "resumed the session (it %s) at event %d; resumed %d time(s) so far; --fresh starts a new one\n", r.From, r.Rev, r.Resumes)
+	}
 	return nil
 }
 

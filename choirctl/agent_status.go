@@ -60,6 +60,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 			fmt.Fprintf(tw, "last heartbeat\t%s ago\n", time.Since(st.LastHeartbeat).Round(time.Millisecond))
 		}
 		fmt.Fprintf(tw, "config version\t%d\n", st.ConfigVersion)
+		if r := st.Resumed; r != nil {
+			fmt.Fprintf(tw, "resumed\tat event %d, after it %s (%d time(s))\n", r.Rev, r.From, r.Resumes)
+		}
 	}
 	if b := st.Bindings; b != nil {
 		fmt.Fprintf(tw, "bindings\tworkspace=%s llm=%s git_identity=%s dm=%s", b.Workspace, b.LLM, b.GitIdentity, b.DM)
