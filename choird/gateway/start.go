@@ -27,6 +27,10 @@ var startKeys = map[string]func(o *lease.Overrides, v string){
 func parseOverrides(words []string) (lease.Overrides, error) {
 	var o lease.Overrides
 	for _, w := range words {
+		if f := strings.ToLower(strings.TrimPrefix(w, "--")); f == "fresh" {
+			o.Fresh = true // a new session, not the last one resumed
+			continue
+		}
 		k, v, ok := strings.Cut(w, "=")
 		k = strings.ToLower(strings.TrimPrefix(k, "--"))
 		if k == "dm" {
@@ -39,7 +43,7 @@ func parseOverrides(words []string) (lease.Overrides, error) {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			return o, fmt.Errorf("%q: want key=value with a key among %s", w, strings.Join(keys, ", "))
+			return o, fmt.Errorf("%q: want fresh, or key=value with a key among %s", w, strings.Join(keys, ", "))
 		}
 		set(&o, v)
 	}
@@ -50,7 +54,8 @@ func parseOverrides(words []string) (lease.Overrides, error) {
 // running agent is refused (one agent per DM).
 func cmdStart(ctx context.Context, c *call) {
 	if len(c.args) == 0 {
-		c.say(ctx, "Usage: /start <agent> [workspace=… llm=… voice_profile=… git_identity=… notion=… email=…]\n"+c.boundLine())
+		c.say(ctx, "Usage: /start <agent> [fresh] [workspace=… llm=… voice_profile=… git_identity=… notion=… email=…]\n"+
+			"The agent's last session resumes where it was saved; fresh starts a new one.\n"+c.boundLine())
 		return
 	}
 	agent := c.args[0]
@@ -68,6 +73,10 @@ func cmdStart(ctx context.Context, c *call) {
 	st, err := c.g.control.Start(ctx, agent, o)
 	if err != nil {
 		c.controlErr(ctx, "start "+agent, err)
+		return
+	}
+	if r := st.Resumed; r != nil {
+		c.say(ctx, fmt.Sprintf("%s is running again: its last session (which %s) resumed at event %d. Messages here now go to it. /start %s fresh begins a new session instead.", agent, r.From, r.Rev, agent))
 		return
 	}
 	c.say(ctx, fmt.Sprintf("%s is running (session %s). Messages here now go to it.", agent, st.SessionID))
