@@ -48,6 +48,8 @@ type replState struct {
 	failSince time.Time // the first of the failures in a row
 	behind    bool      // the user was told the backlog passed the limit
 	diverged  bool      // the user was told choird's log differs
+
+	summary json.RawMessage // the session summary, for the final heartbeat
 }
 
 type takenSnapshot struct {
@@ -78,8 +80,12 @@ func (s *Session) replicate(ctx context.Context) (int64, error) {
 
 // flush sends final heartbeats until every committed event and the last
 // snapshot are stored, a heartbeat fails, or ctx ends; the last one is
-// marked Final.
-func (s *Session) flush(ctx context.Context) {
+// marked Final and carries the session summary, when there is one (§11.8
+// steps 3-4; resent with it if it must be resent).
+func (s *Session) flush(ctx context.Context, summary json.RawMessage) {
+	s.mu.Lock()
+	s.repl.summary = summary
+	s.mu.Unlock()
 	for resends := 0; resends < 3 && ctx.Err() == nil; {
 		_, more, err := s.heartbeat(ctx, true)
 		switch {
@@ -123,6 +129,11 @@ func (s *Session) heartbeat(ctx context.Context, final bool) (int64, bool, error
 		req.Snapshot, req.SnapshotRev = snap.doc, snap.rev
 	}
 	req.Final = final && req.NewRev == head
+	if req.Final {
+		s.mu.Lock()
+		req.Summary = s.repl.summary
+		s.mu.Unlock()
+	}
 	resp, err := s.cp.Heartbeat(ctx, req)
 	if err != nil {
 		return 0, s.failed(err, req, head), err
@@ -272,6 +283,14 @@ func (s *Session) failed(err error, req rpc.HeartbeatReq, head int64) (resend bo
 		s.log.Warn("snapshot refused; dropped", "rev", req.SnapshotRev, "error", rerr.Message)
 		s.mu.Lock()
 		s.repl.snap = nil
+		s.mu.Unlock()
+		resend = true
+	} else if errors.As(err, &rerr) && rerr.Status == http.StatusBadRequest && len(req.Summary) > 0 {
+		// It cannot hold the events back either: the final heartbeat goes
+		// again without it.
+		s.log.Warn("session summary refused; dropped", "error", rerr.Message)
+		s.mu.Lock()
+		s.repl.summary = nil
 		s.mu.Unlock()
 		resend = true
 	}

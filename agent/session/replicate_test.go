@@ -362,7 +362,7 @@ func TestSnapshotCadence(t *testing.T) {
 		t.Errorf("snapshots taken at %s; want [12 17 42]", got)
 	}
 	l.commit(3)
-	s.flush(ctx)
+	s.flush(ctx, nil)
 	if got := fmt.Sprint(taken); got != "[12 17 42 45]" {
 		t.Errorf("snapshots taken at %s; want the final one at 45 too", got)
 	}

@@ -106,6 +106,11 @@ type Hooks struct {
 	// Stopping runs at a graceful stop, before the final heartbeat: the
 	// lanes reach their safe point.
 	Stopping func(ctx context.Context)
+	// Summary makes the session summary (§11.8) after Stopping, at a stop
+	// asked of the session (see summarize); the final heartbeat carries
+	// it. It bounds itself (session_summary_timeout_ms) and returns nil,
+	// having logged why, when there is none.
+	Summary func(ctx context.Context) json.RawMessage
 	// Status reports the lanes; changes are sent with REPORT_STATUS after
 	// each heartbeat.
 	Status func() []rpc.StatusReq
@@ -195,14 +200,18 @@ func (s *Session) Run(ctx context.Context) error {
 	if ferr := <-followErr; ferr != nil && !errors.Is(ferr, context.Canceled) {
 		s.log.Warn("push channel ended", "error", ferr.Error())
 	}
-	// The lanes reach a safe point, then a final heartbeat flushes every
-	// committed event, then goodbye, each on a bounded context of its own.
+	// The lanes reach a safe point, the session summary is made, then a
+	// final heartbeat flushes every committed event with it, then goodbye,
+	// each on a bounded context of its own.
 	byeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if s.Hooks.Stopping != nil {
 		s.Hooks.Stopping(byeCtx)
 	}
-	s.flush(byeCtx)
+	summary := s.summarize(ctx, err) // bounded by its own timeout
+	byeCtx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s.flush(byeCtx, summary)
 	once.Do(func() {}) // whoever set reason has finished
 	if _, terr := s.cp.Terminate(byeCtx, rpc.TerminateReq{Reason: reason}); terr != nil {
 		s.log.Warn("terminate failed", "error", terr.Error())
