@@ -137,7 +137,10 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	case err = <-errc:
 		log.Error("choird stopping: a listener failed", logs.KeyError, err.Error())
 	}
-	// Agents stop first, while they can still reach choird to say goodbye.
+	// Agents stop first, while they can still reach choird to say goodbye;
+	// before them, the restart policy's pending restarts, so none starts
+	// an agent again meanwhile.
+	agentsMgr.StopRestarts()
 	stopAgents(agentsMgr, log)
 	stopMonitor()
 	endStreams()
