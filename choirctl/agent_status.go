@@ -5,7 +5,8 @@ package main
 //
 // status shows one agent in detail: state, what is degraded (heartbeats
 // refused, the engine or Postgres unreachable), session, container, image,
-// uptime, last heartbeat, config version, resource bindings and, per
+// uptime, last heartbeat, config version, resource bindings, the restart
+// policy (restarts so far, the next one, or why it gave up) and, per
 // lane, its state, tokens and tool calls used and budget left (the edge's
 // are the session's: every lane's tokens and tool calls, and the session
 // budgets). list shows every configured agent with its state.
@@ -43,6 +44,30 @@ func agentStatus(ctx context.Context, e *env, args []string) error {
 	return writeAgentStatus(e.stdout, st)
 }
 
+// restartLine says what the restart policy is and has done.
+func restartLine(r *ctl.RestartStatus, now time.Time) string {
+	if r.Policy != "on-crash" {
+		return r.Policy + " (a crashed session stays ended)"
+	}
+	line := fmt.Sprintf("on-crash, %d restart(s) in a row so far of at most %d", r.Restarts, r.MaxRestarts)
+	switch {
+	case r.GaveUp != "":
+		line += "; GAVE UP: " + r.GaveUp + "; start it again by hand"
+	case r.Restarting:
+		line += "; restarting now"
+	case !r.NextAt.IsZero():
+		wait := max(r.NextAt.Sub(now), 0).Round(time.Second)
+		line += fmt.Sprintf("; next restart in %s (at %s, after a wait of %s)", wait, r.NextAt.Local().Format("15:04:05"), r.Backoff)
+	}
+	if r.LastCrash != "" && r.GaveUp == "" {
+		line += "; last crash: " + r.LastCrash
+	}
+	if r.LastError != "" && r.GaveUp == "" {
+		line += "; last restart failed: " + r.LastError
+	}
+	return line
+}
+
 // writeAgentStatus renders one agent's status for people.
 func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -50,6 +75,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	fmt.Fprintf(tw, "state\t%s\n", st.State)
 	for _, why := range st.Degraded {
 		fmt.Fprintf(tw, "DEGRADED\t%s\n", why)
+	}
+	if r := st.Restart; r != nil {
+		fmt.Fprintf(tw, "restart\t%s\n", restartLine(r, time.Now()))
 	}
 	if st.SessionID != "" {
 		fmt.Fprintf(tw, "session\t%s\n", st.SessionID)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"choir/internal/config"
+	"choir/internal/ctl"
 )
 
 // statusJSON is what choird answers for agent-1, as raw JSON: the edge
@@ -83,5 +84,48 @@ func TestAgentStatusShowsLaneUsage(t *testing.T) {
 	if got.ConfigVersion != 7 || edge.TokensUsed != 1000 || edge.ToolCalls != 4 || edge.BudgetRemaining["total_session_tokens"] != 99000 ||
 		core.TokensUsed != 207 || core.ToolCalls != 1 || core.BudgetRemaining["per_job_max_steps"] != 48 {
 		t.Errorf("agent status --json = %+v", got)
+	}
+}
+
+// TestAgentStatusShowsTheRestartPolicy: `agent status` says the policy,
+// the restarts so far, when the next one comes, or that choird gave up
+// and why.
+func TestAgentStatusShowsTheRestartPolicy(t *testing.T) {
+	now := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name string
+		r    ctl.RestartStatus
+		want []string
+		not  []string
+	}{
+		{"off", ctl.RestartStatus{Policy: "off"}, []string{"off (a crashed session stays ended)"}, []string{"on-crash"}},
+		{"pending", ctl.RestartStatus{Policy: "on-crash", MaxRestarts: 5, Restarts: 1, NextAt: now.Add(4 * time.Second), Backoff: "4s", LastCrash: "container exited unexpectedly with code 137"},
+			[]string{"on-crash, 1 restart(s) in a row so far of at most 5", "next restart in 4s", "after a wait of 4s", "last crash: container exited unexpectedly with code 137"}, []string{"GAVE UP"}},
+		{"restarting", ctl.RestartStatus{Policy: "on-crash", MaxRestarts: 5, Restarts: 2, Restarting: true}, []string{"restarting now"}, nil},
+		{"failed attempt", ctl.RestartStatus{Policy: "on-crash", MaxRestarts: 5, Restarts: 2, NextAt: now.Add(8 * time.Second), Backoff: "8s", LastError: "no image for agent a1"},
+			[]string{"next restart in 8s", "last restart failed: no image for agent a1"}, nil},
+		{"gave up", ctl.RestartStatus{Policy: "on-crash", MaxRestarts: 3, Restarts: 3, GaveUp: "restart 3 of 3 in a row failed", LastError: "x"},
+			[]string{"GAVE UP: restart 3 of 3 in a row failed", "start it again by hand"}, []string{"next restart", "last restart failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := restartLine(&tc.r, now)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("restartLine = %q; want %q", got, w)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(got, n) {
+					t.Errorf("restartLine = %q; must not say %q", got, n)
+				}
+			}
+		})
+	}
+	var out bytes.Buffer
+	if err := writeAgentStatus(&out, &ctl.AgentStatus{AgentID: "a1", State: "stopped", Restart: &ctl.RestartStatus{Policy: "on-crash", MaxRestarts: 5, GaveUp: "why"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "restart") || !strings.Contains(out.String(), "GAVE UP: why") {
+		t.Errorf("agent status =\n%s\nwant a restart line", out.String())
 	}
 }
