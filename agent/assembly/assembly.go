@@ -83,6 +83,7 @@ func (rt *Runtime) Attach() {
 		Push:   rt.push,
 		Events: rt.events, Head: rt.head, HashAt: rt.hashAt,
 		Stopping: rt.stop,
+		Summary:  rt.summary,
 		Status:   func() []rpc.StatusReq { return rt.status() },
 		Snapshot: rt.snapshot, SnapshotCadence: rt.snapshotCadence,
 		Notify: rt.notify, TailFrom: lane.TailFrom,
