@@ -99,13 +99,18 @@ func (m *Manager) end(r *Run, status, reason string) {
 		select {
 		case <-r.exited:
 		default:
+			// Still running: stopped by choird (SIGTERM, SIGKILL after 10 s).
 			if err := m.Docker.ContainerStop(ctx, r.ContainerID, 10*time.Second); err != nil && !docker.IsNotFound(err) {
 				m.logf(r, "stop container failed", "error", err.Error())
+			} else {
+				m.logf(r, "agent container stopped by choird", "container", shortID(r.ContainerID), "status", status)
 			}
 		}
 		if err := m.Docker.ContainerRemove(ctx, r.ContainerID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
 			m.logf(r, "remove container failed; removing it once the engine answers", "error", err.Error())
 			m.leaveBehind(r.ContainerID, r.AgentID)
+		} else {
+			m.logf(r, "agent container removed", "container", shortID(r.ContainerID))
 		}
 	}
 	if err := m.Store.EndSession(ctx, r.SessionID, status, reason); err != nil {
