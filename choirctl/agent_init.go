@@ -72,9 +72,11 @@ this skeleton, then set agents.%s.repo.url in config.json:
 `)
 	fmt.Fprintf(e.stdout, `
 Next: fill in agents.%s.defaults in config.json (workspace, llm, git_identity
-and dm are required; voice_profile, notion and email are optional), check with
+and dm are required; voice_profile, notion and email are optional), and, to
+have choird start it again after a crash, agents.%s.restart
+({"policy": "on-crash"}; it is off by default). Check with
 `+"`choird --check`"+`, then build and start the agent.
-`, id)
+`, id, id)
 	return nil
 }
 
