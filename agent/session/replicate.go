@@ -187,6 +187,8 @@ func (s *Session) snapshotFor(now time.Time, head, newRev int64, final bool) *ta
 				if len(doc) > rpc.MaxSnapshotBytes { // choird would refuse it: wait for the next
 					s.repl.snap = nil
 					s.log.Warn("snapshot too large to send; skipped", "rev", rev, "bytes", len(doc), "limit", rpc.MaxSnapshotBytes)
+				} else {
+					s.log.Info("snapshot taken", "rev", rev, "bytes", len(doc), "final", final)
 				}
 			}
 			s.mu.Unlock()
@@ -223,6 +225,10 @@ func (s *Session) snapshotDue(now time.Time, head int64, final bool) bool {
 // than it holds, for a revision it holds: sending it again changes
 // nothing).
 func (s *Session) acked(resp rpc.HeartbeatResp, req rpc.HeartbeatReq, head int64) {
+	if len(req.Patches) > 0 || len(req.Snapshot) > 0 {
+		s.log.Debug("heartbeat acknowledged", "from_rev", req.BaseRev+1, "to_rev", req.NewRev, "events", len(req.Patches),
+			"acked_rev", resp.AckRev, "snapshot_rev", resp.SnapshotRev, "head", head)
+	}
 	var notices []string
 	if s.resume(resp.AckRev, resp.AckHash, head) {
 		s.mu.Lock()
