@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"choir/internal/config"
+	"choir/internal/rpc"
 )
 
 // logBuffer collects JSON log lines, safely for concurrent writers.
@@ -76,5 +79,35 @@ func TestHeartbeatStoredIsLogged(t *testing.T) {
 		if s != want {
 			t.Errorf("record %d: %s; want %s", i, s, want)
 		}
+	}
+}
+
+// What a lane reports (its tokens, tool calls and budget left) is what
+// `agent status` shows, with the config version the agent runs.
+func TestStatusCarriesLaneUsage(t *testing.T) {
+	m, _, ctx := handlerManager(t, 4)
+	c := config.Default()
+	c.Agents = map[string]config.Agent{"a-1": {}}
+	loaded := &config.Loaded{Config: &c}
+	m.Config = func() (*config.Loaded, int64) { return loaded, 3 }
+	if _, err := m.HandleHeartbeat(ctx, rpc.HeartbeatReq{ConfigVersion: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []rpc.StatusReq{
+		{Lane: "edge", State: "EDGE_IDLE", BudgetRemaining: map[string]int64{"total_session_tokens": 998766}, TokensUsed: 1234, ToolCalls: 5},
+		{Lane: "core:j", State: "CORE_REASONING", BudgetRemaining: map[string]int64{"per_job_max_steps": 49}, TokensUsed: 200, ToolCalls: 1},
+	} {
+		if _, err := m.HandleStatus(ctx, st); err != nil {
+			t.Fatalf("HandleStatus(%s) = %v", st.Lane, err)
+		}
+	}
+	st, err := m.Status("a-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge, core := st.Lanes["edge"], st.Lanes["core:j"]
+	if st.ConfigVersion != 3 || edge.TokensUsed != 1234 || edge.ToolCalls != 5 || edge.BudgetRemaining["total_session_tokens"] != 998766 ||
+		core.TokensUsed != 200 || core.ToolCalls != 1 || core.BudgetRemaining["per_job_max_steps"] != 49 {
+		t.Errorf("Status = config version %d, lanes %+v; want version 3 and the lanes as reported", st.ConfigVersion, st.Lanes)
 	}
 }
