@@ -98,13 +98,7 @@ func (l *Lane) SessionSummary(ctx context.Context) (json.RawMessage, error) {
 	req := summaryRequest(sum, window, set)
 	began := time.Now()
 	resp, err := l.cfg.Model.Chat(ctx, req)
-	var tokens int64
-	if resp != nil {
-		tokens = usage(req, resp)
-		l.session.addTokens(tokens)
-	}
-	l.cfg.Log.Info("session summary call", "model", req.Model, "total_tokens", tokens,
-		"latency_ms", time.Since(began).Milliseconds(), "ok", err == nil)
+	l.edge.observe(purposeSummary, req, resp, err, time.Since(began)) // counts the tokens, logs the call
 	if err != nil {
 		return nil, fmt.Errorf("session summary call: %w", err)
 	}

@@ -13,8 +13,8 @@ import (
 	"choir/internal/openai"
 )
 
-// LLM call telemetry (§22.1): every model call of a lane, its turns and its
-// compactions, is logged as one "llm call" record (model, tokens, latency,
+// LLM call telemetry (§22.1): every model call of a lane, its turns, its
+// compactions and the session summary (the edge's), is logged as one "llm call" record (model, tokens, latency,
 // lane, outcome); a turn's call also puts its usage and latency in the
 // ModelOutput event that records its reply, which choird stores. The
 // session id comes with Config.Log.
@@ -23,7 +23,7 @@ import (
 const (
 	msgLLMCall           = "llm call"
 	keyModel             = "model"
-	keyPurpose           = "purpose" // turn or compaction
+	keyPurpose           = "purpose" // turn, compaction or summary
 	keyPromptTokens      = "prompt_tokens"
 	keyCompletionTokens  = "completion_tokens"
 	keyTotalTokens       = "total_tokens"
@@ -32,6 +32,7 @@ const (
 	keyOutcome           = "outcome" // ok, or an error code
 	purposeTurn          = "turn"
 	purposeCompaction    = "compaction"
+	purposeSummary       = "summary"
 	outcomeOK            = "ok"
 	outcomeTimeout       = "timeout"
 	outcomeCancelled     = "cancelled"
