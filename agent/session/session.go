@@ -18,7 +18,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -271,7 +274,9 @@ func (s *Session) fetchSecrets(ctx context.Context) error {
 	}
 	s.Redactor.Set(resp.Secrets) // first: no value is usable before it is redacted
 	s.Secrets.swap(resp.Secrets)
-	s.log.Info("secrets received", "count", len(resp.Secrets))
+	// Names only, never a value (§22.1).
+	s.log.Info("secrets received", "count", len(resp.Secrets), "names", strings.Join(slices.Sorted(maps.Keys(resp.Secrets)), ","),
+		"config_version", s.ConfigVersion())
 	return nil
 }
 
@@ -282,9 +287,10 @@ func (s *Session) syncConfig(ctx context.Context) error {
 	}
 	if resp.Config != nil {
 		s.mu.Lock()
+		was := s.configVersion
 		s.configVersion, s.config = resp.ConfigVersion, resp.Config
 		s.mu.Unlock()
-		s.log.Info("config swapped in", "config_version", resp.ConfigVersion)
+		s.log.Info("config swapped in", "config_version", resp.ConfigVersion, "was", was, "bytes", len(resp.Config))
 	}
 	return nil
 }
