@@ -454,6 +454,7 @@ func TestFailedRestartsBackOffThenGiveUp(t *testing.T) {
 	if rig.timers.count() != 2 || !st.NextAt.IsZero() {
 		t.Errorf("after the last failed restart: %d scheduled, next %v; want no more", rig.timers.count(), st.NextAt)
 	}
+	waitUntil2(t, "the DM to hear that choird gave up", func() bool { return strings.Contains(rig.lastDM(t), "could not start it again") })
 	contains(t, "DM", rig.lastDM(t), "could not start it again", "2 restarts in a row failed", "no space left on device", "/start a1")
 	if rig.m.run("a1") != nil {
 		t.Error("a1 runs after every restart failed")
