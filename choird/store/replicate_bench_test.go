@@ -85,3 +85,50 @@ func BenchmarkReplicate(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEventsPage is choird's side of resuming a 10,000-event session
+// (§13.2): the head and newest snapshot, then the tail a page of 512 at a
+// time as FETCH_EVENTS reads it: the whole log without a snapshot, the
+// last 50 events (an edge window) with one.
+func BenchmarkEventsPage(b *testing.B) {
+	s := newStore(b, Config{}, "alpha")
+	ctx := context.Background()
+	if _, err := s.CreateSession(ctx, NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l", StartedAt: time.Now()}); err != nil {
+		b.Fatal(err)
+	}
+	log := benchLog(10000)
+	for i := 0; i < len(log); i += 512 {
+		if _, err := s.Replicate(ctx, "s1", Batch{Events: log[i:min(i+512, len(log))]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.SaveSnapshot(ctx, "s1", 10000, json.RawMessage(`{"lane_state":{}}`)); err != nil {
+		b.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		from int64
+	}{{"snapshot", 9950}, {"no-snapshot", 0}} {
+		b.Run(c.name, func(b *testing.B) {
+			n := 0
+			for b.Loop() {
+				if _, err := s.LogHead(ctx, "s1"); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := s.LatestSnapshot(ctx, "s1"); err != nil {
+					b.Fatal(err)
+				}
+				n = 0
+				for after := c.from; after < 10000; {
+					_, page, err := s.EventsPage(ctx, "s1", after, 512)
+					if err != nil {
+						b.Fatal(err)
+					}
+					n += len(page)
+					after = page[len(page)-1].Rev
+				}
+			}
+			b.ReportMetric(float64(n), "events")
+		})
+	}
+}
