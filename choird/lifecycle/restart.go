@@ -149,6 +149,10 @@ func (m *Manager) scheduleRestart(agentID string, st *restarts, p config.Restart
 	return wait
 }
 
+// restartAttemptKey marks the context of a restart's own Start, which
+// must not cancel the restart it is.
+type restartAttemptKey struct{}
+
 // attemptRestart runs when a scheduled restart is due: it starts the
 // agent with the crashed session's bindings, and on failure schedules the
 // next attempt or gives up.
@@ -174,7 +178,7 @@ func (m *Manager) attemptRestart(agentID string, gen int) {
 		m.restartLog(agentID, st.session, "pending restart dropped: the agent was started meanwhile")
 		return
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), restartAttemptKey{}, true))
 	st.attempting, st.cancel = true, cancel
 	st.count++
 	n, o, crashed := st.count, st.overrides, st.session

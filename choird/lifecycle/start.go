@@ -22,6 +22,9 @@ const DefaultReadyTimeout = 30 * time.Second
 // start the container, and wait for INIT_HELLO. On any failure everything
 // taken so far is given back.
 func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) (ctl.AgentStatus, error) {
+	if ctx.Value(restartAttemptKey{}) == nil {
+		m.cancelRestart(agentID, "agent start") // the operator's start supersedes a pending restart
+	}
 	lk := m.agentLock(agentID)
 	lk.Lock()
 	defer lk.Unlock()
@@ -172,7 +175,9 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 	if err != nil {
 		return fmt.Errorf("create the container: %w", err)
 	}
+	r.mu.Lock() // agent status reads it while the start goes on
 	r.ContainerID = created.ID
+	r.mu.Unlock()
 	if err := m.Docker.ContainerStart(ctx, created.ID); err != nil {
 		return fmt.Errorf("start the container: %w", err)
 	}
