@@ -147,9 +147,9 @@ func (m *Manager) tell(ctx context.Context, r *Run, status, reason string, wasRu
 		return
 	}
 	if status == StatusCrashed && wasRunning {
-		text := fmt.Sprintf("%s stopped unexpectedly (%s): its session ended, and whatever it was doing was interrupted. ", r.AgentID, reason) + restart.text
+		text := fmt.Sprintf("%s stopped unexpectedly (%s): whatever it was doing was interrupted. ", r.AgentID, reason) + restart.text
 		if !restart.scheduled {
-			text += fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`.", r.AgentID, r.AgentID)
+			text += fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`: it resumes this session where it was last saved (/start %s fresh begins a new one).", r.AgentID, r.AgentID, r.AgentID)
 		}
 		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, rpc.DMSend{Kind: rpc.DMError, Text: text}); err != nil {
 			m.logf(r, "the crash notice did not reach the DM", "error", err.Error())
