@@ -1,12 +1,14 @@
 package main
 
 // choirctl session list [agent-id] [--json]
+// choirctl session show <session-id> [--json]
 // choirctl session events <session-id> [--follow] [--json]
 // choirctl session cores <session-id>
 // choirctl session cancel <session-id> <job-name>
 // choirctl session compact <session-id>
 //
-// list shows sessions newest first; events prints a session's replicated
+// list shows sessions newest first; show prints one session with why it
+// ended and its session summary (session_show.go); events prints a session's replicated
 // event log (and with --follow keeps printing new events until Ctrl-C);
 // cores lists a running session's core jobs; cancel stops one of them by
 // name; compact makes the agent fold its working memory now.
@@ -21,6 +23,7 @@ import (
 // sessionCommands are the subcommands of `choirctl session`.
 var sessionCommands = []command{
 	{name: "list", args: "[agent-id] [--json]", summary: "sessions, newest first", run: sessionList},
+	{name: "show", args: "<session-id> [--json]", summary: "one session, why it ended and its summary", run: sessionShow},
 	{name: "events", args: "<session-id> [--follow] [--json]", summary: "a session's replicated event log", run: sessionEvents},
 	{name: "cores", args: "<session-id>", summary: "a running session's core jobs", run: sessionCores},
 	{name: "cancel", args: "<session-id> <job-name>", summary: "stop one of a session's core jobs", run: sessionCancel},

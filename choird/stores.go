@@ -108,7 +108,7 @@ func (a sessionStore) Replicate(ctx context.Context, sessionID string, r lifecyc
 	for i, e := range r.Events {
 		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
 	}
-	got, err := a.s.Replicate(ctx, sessionID, store.Batch{Events: evs, Snapshot: r.Snapshot, SnapshotRev: r.SnapshotRev})
+	got, err := a.s.Replicate(ctx, sessionID, store.Batch{Events: evs, Snapshot: r.Snapshot, SnapshotRev: r.SnapshotRev, Summary: r.Summary})
 	var refused *store.RefusedError
 	if errors.As(err, &refused) {
 		return lifecycle.Replicated{}, &lifecycle.ReplicationRefused{Head: rpc.ChainHead(refused.Head), Reason: refused.Error()}
@@ -135,6 +135,23 @@ func (a sessionLog) Sessions(ctx context.Context, agentID string) ([]ctl.Session
 			EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings}
 	}
 	return out, nil
+}
+
+func (a sessionLog) Session(ctx context.Context, sessionID string) (*ctl.SessionDetail, error) {
+	s, err := a.s.GetSession(ctx, sessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	o, err := a.s.SessionOutcome(ctx, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	return &ctl.SessionDetail{SessionInfo: ctl.SessionInfo{SessionID: s.SessionID, AgentID: s.AgentID, Status: string(s.Status), StartedAt: s.StartedAt,
+		EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings},
+		EndReason: o.EndReason, Summary: o.Summary}, nil
 }
 
 func (a sessionLog) Events(ctx context.Context, sessionID string, after int64) ([]ctl.SessionEvent, error) {

@@ -95,6 +95,7 @@ func (recLog) Sessions(ctx context.Context, agentID string) ([]ctl.SessionInfo, 
 func (recLog) Events(ctx context.Context, id string, after int64) ([]ctl.SessionEvent, error) {
 	return nil, nil
 }
+func (recLog) Session(ctx context.Context, id string) (*ctl.SessionDetail, error) { return nil, nil }
 
 // hostileHome is a valid home (the config package's example, workspaces in
 // temp directories) loaded into a plane wired to recording fakes.

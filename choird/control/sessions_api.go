@@ -14,6 +14,9 @@ import (
 type SessionLog interface {
 	Sessions(ctx context.Context, agentID string) ([]ctl.SessionInfo, error)
 	Events(ctx context.Context, sessionID string, after int64) ([]ctl.SessionEvent, error)
+	// Session returns one session with why it ended and its summary; nil
+	// when there is no such session.
+	Session(ctx context.Context, sessionID string) (*ctl.SessionDetail, error)
 }
 
 // Sessions is what the lifecycle knows of running sessions.
@@ -111,6 +114,23 @@ func (p *Plane) registerSessionRoutes(mux *http.ServeMux) {
 			}
 		}
 		writeError(w, err)
+	})
+	mux.HandleFunc("GET /v1/sessions/{id}", func(w http.ResponseWriter, r *http.Request) {
+		log, _, err := p.sessionDeps()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		id := r.PathValue("id")
+		d, err := log.Session(r.Context(), id)
+		switch {
+		case err != nil:
+			writeError(w, ctl.Errorf(http.StatusServiceUnavailable, "unavailable", "read session %s: %v", id, err))
+		case d == nil:
+			writeError(w, ctl.Errorf(http.StatusNotFound, "not_found", "no session %q (see choirctl session list)", id))
+		default:
+			writeJSON(w, d)
+		}
 	})
 	mux.HandleFunc("GET /v1/sessions/{id}/events", func(w http.ResponseWriter, r *http.Request) {
 		log, _, err := p.sessionDeps()

@@ -12,11 +12,14 @@ import (
 )
 
 // Replication is one heartbeat's committed events and snapshot, for the
-// store (§13.1, §13.4).
+// store (§13.1, §13.4), and on the final heartbeat of a graceful stop the
+// session summary (§11.8), which the store keeps with the session in the
+// same transaction.
 type Replication struct {
 	Events      []rpc.Event
 	Snapshot    json.RawMessage
 	SnapshotRev int64
+	Summary     json.RawMessage
 }
 
 // Replicated is what the store holds for the session after a Replication:
@@ -56,12 +59,13 @@ func checkBatch(req rpc.HeartbeatReq) error {
 	if n := len(req.Patches); n > 0 && req.HashNew != req.Patches[n-1].Hash {
 		return fmt.Errorf("hash_new is not the hash of revision %d", req.NewRev)
 	}
-	return nil
+	return rpc.CheckSummary(req.Summary, req.Final) // rpc.Server checked it; callers may not
 }
 
-// replicate stores a heartbeat's events and snapshot and answers with the
-// acknowledged head, or refuses: 400 for a heartbeat inconsistent in
-// itself, 409 replication_refused (with the head to resend from) for
+// replicate stores a heartbeat's events, snapshot and summary and answers
+// with the acknowledged head (a final heartbeat is logged, saying whether
+// it brought a summary), or refuses: 400 for a heartbeat inconsistent in
+// itself or a summary over its bound, 409 replication_refused (with the head to resend from) for
 // events that do not follow the stored log, 503 when the store cannot take
 // them. Nothing of a refused heartbeat is stored; each refusal is logged
 // with its reason and counted in agent status (and the failed heartbeat
@@ -71,7 +75,11 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (
 		m.refused(r, err.Error())
 		return Replicated{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "heartbeat: %v", err)
 	}
-	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev})
+	summary := req.Summary
+	if string(summary) == "null" {
+		summary = nil
+	}
+	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev, Summary: summary})
 	var refused *ReplicationRefused
 	switch {
 	case errors.As(err, &refused):
@@ -88,6 +96,10 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (
 	r.repl.AckedRev, r.repl.SnapshotRev = got.Head.Rev, max(got.SnapshotRev, 0)
 	r.mu.Unlock()
 	m.logStored(r, req, got)
+	if req.Final {
+		m.logf(r, "final heartbeat", "base_rev", req.BaseRev, "new_rev", req.NewRev, "acked_rev", got.Head.Rev,
+			"snapshot_rev", max(got.SnapshotRev, 0), "summary", len(summary) > 0, "summary_bytes", len(summary))
+	}
 	return got, nil
 }
 

@@ -53,11 +53,13 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 
 // Batch is what one heartbeat replicates: committed events (consecutive
 // revisions) and, optionally, the working-memory snapshot of the state at
-// SnapshotRev.
+// SnapshotRev and, on the final heartbeat of a graceful stop, the session
+// summary (spec 11.8), which replaces the one stored with the session.
 type Batch struct {
 	Events      []Event
 	Snapshot    json.RawMessage
 	SnapshotRev int64
+	Summary     json.RawMessage
 }
 
 // Replicated is what the store holds for a session after a batch: the head
@@ -83,6 +85,7 @@ type Replicated struct {
 // The snapshot is stored under SnapshotRev when the log holds that
 // revision (after the batch) and no newer snapshot is stored; otherwise it
 // is ignored, and Replicated.SnapshotRev tells the sender it was not kept.
+// A summary is stored with the session in the same transaction.
 //
 // A session that has ended takes nothing (ErrSessionEnded): a late
 // heartbeat from a crashed agent cannot change its log.
@@ -132,6 +135,9 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 				return fmt.Errorf("snapshot at %d: %w", b.SnapshotRev, err)
 			}
 			out.SnapshotRev = b.SnapshotRev
+		}
+		if len(b.Summary) > 0 {
+			return s.saveSummary(ctx, tx, sessionID, b.Summary)
 		}
 		return nil
 	})

@@ -46,6 +46,9 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.sessions (
 -- session last ended, and how many times it was resumed.
 ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS end_reason text NOT NULL DEFAULT '';
 ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS resumes int NOT NULL DEFAULT 0;
+-- The session summary (spec 11.8) the final heartbeat of a graceful stop
+-- carried, a JSON object of at most 64 KiB; NULL when there was none.
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS summary jsonb;
 CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_per_agent
     ON {{.Control}}.sessions (agent_id) WHERE status = 'active';
 CREATE INDEX IF NOT EXISTS sessions_by_agent

@@ -31,6 +31,7 @@
 //	POST /v1/approvals/<id>/approve|reject → Approval as decided (409 when
 //	                                 it was already decided, saying by whom)
 //	GET  /v1/sessions[?agent=]    → []SessionInfo, newest first
+//	GET  /v1/sessions/<id>        → SessionDetail: why it ended, its summary
 //	GET  /v1/sessions/<id>/events?after=<rev> → []SessionEvent
 //	GET  /v1/sessions/<id>/cores  → []rpc.StatusReq of its core jobs
 //	POST /v1/sessions/<id>/cancel CancelRequest → {}
