@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"choir/agent/memory"
 	"choir/internal/config"
 	"choir/internal/openai"
+	"choir/testkit/demomodel"
 	"choir/testkit/openaitest"
 )
 
@@ -180,5 +182,22 @@ func TestSummaryRequestIsBounded(t *testing.T) {
 	}
 	if req.ToolChoice == nil || req.ToolChoice.Function != SummaryTool || len(req.Tools) != 1 {
 		t.Errorf("tools = %+v, choice %+v; want session_summary alone, required", req.Tools, req.ToolChoice)
+	}
+}
+
+// The demo model (make demo) answers the summary call with a summary the
+// schema takes, so `choirctl session show` has one after a demo's stop.
+func TestDemoModelWritesAValidSummary(t *testing.T) {
+	srv := httptest.NewServer(&demomodel.Server{})
+	defer srv.Close()
+	c, err := openai.New(openai.Config{Endpoint: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOptions{model: c})
+	e.handle("hello")
+	doc, err := e.lane.SessionSummary(context.Background())
+	if err != nil || !strings.Contains(string(doc), "a demo session") {
+		t.Errorf("SessionSummary with the demo model = %s, %v; want its summary", doc, err)
 	}
 }

@@ -17,7 +17,9 @@
 //
 // A core job's request (one that offers a core finish tool) is answered by
 // finishing at once with a summary of its task; a compaction request (one
-// that offers a memory delta tool) by a small valid delta.
+// that offers a memory delta tool) by a small valid delta, and a session
+// summary request (one that offers session_summary) by a summary that
+// counts the session's events.
 package demomodel
 
 import (
@@ -117,6 +119,12 @@ func decide(req request, offered map[string]string) (string, []call) {
 	last := req.Messages[len(req.Messages)-1]
 	if finish := find(offered, "core_finish"); finish != "" {
 		return "", []call{{finish, map[string]any{"summary": Prefix + "finished this job at once: " + firstLine(briefing(req))}}}
+	}
+	if sum := find(offered, "session_summary"); sum != "" {
+		events := strings.Count(contentText(last.Content), "[ev ")
+		return "", []call{{sum, map[string]any{"title": Prefix + "a demo session",
+			"summary":   fmt.Sprintf("%sThe session ended after %d events; a real model would say here what was asked and done.", Prefix, events),
+			"decisions": []string{}, "open_items": []string{}, "facts": []string{}}}}
 	}
 	if delta := find(offered, "memory_delta"); delta != "" {
 		return "", []call{{delta, map[string]any{"memory_delta": map[string]any{"mode": "append", "summary_update": "Earlier messages were compacted by the demo model."}}}}

@@ -47,6 +47,14 @@ func TestDemoModel(t *testing.T) {
 	if !strings.HasPrefix(resp.Content, Prefix) || !strings.Contains(resp.Content, "not a real model") {
 		t.Errorf("chat reply = %q; want it to say it is the demo model", resp.Content)
 	}
+	// The summary of a graceful stop: session_summary called with what
+	// its schema requires.
+	sum, err := c.Chat(context.Background(), openai.ChatRequest{Model: "demo",
+		Messages: []openai.Message{openai.SystemMessage("sum up"), openai.UserMessage("[ev 1a2b] user: hi\n[ev 3c4d] assistant: hello\n")},
+		Tools:    []openai.Tool{{Name: "session_summary", Parameters: json.RawMessage(`{"type":"object"}`)}}, ToolChoice: &openai.ToolChoice{Function: "session_summary"}})
+	if err != nil || len(sum.ToolCalls) != 1 || sum.ToolCalls[0].Name != "session_summary" || !strings.Contains(sum.ToolCalls[0].Arguments, "after 2 events") {
+		t.Errorf("summary request → %+v, %v; want session_summary counting 2 events", sum, err)
+	}
 	call := openai.ToolCall{ID: "c1", Name: "choir_exec", Arguments: `{"command":"ls -la"}`}
 	resp = ask(openai.UserMessage("list files"), openai.AssistantMessage("", call), openai.ToolMessage("c1", `{"status":"success","summary":"exit 0","stdout":"notes.md\n"}`))
 	if !strings.HasPrefix(resp.Content, Prefix) || !strings.Contains(resp.Content, "notes.md") {
