@@ -46,8 +46,13 @@ func TestSnapshotIsSection134AtItsRevision(t *testing.T) {
 	if err := json.Unmarshal(snap.EventWindowBoundary, &boundary); err != nil || boundary["edge"] < 1 || boundary["edge"] > last.SnapshotRev {
 		t.Errorf("event_window_boundary = %s; want the edge's oldest windowed revision, within 1..%d", snap.EventWindowBoundary, last.SnapshotRev)
 	}
-	var lanes []rpc.StatusReq
-	if err := json.Unmarshal(snap.LaneState, &lanes); err != nil || len(lanes) == 0 || lanes[0].Lane != "edge" {
-		t.Errorf("lane_state = %s; want the edge's status", snap.LaneState)
+	var ls struct {
+		Lanes []rpc.StatusReq `json:"lanes"`
+		Used  struct {
+			Tokens int64 `json:"tokens"`
+		} `json:"used"`
+	}
+	if err := json.Unmarshal(snap.LaneState, &ls); err != nil || len(ls.Lanes) == 0 || ls.Lanes[0].Lane != "edge" || ls.Used.Tokens == 0 {
+		t.Errorf("lane_state = %s; want the edge's status and the tokens the session spent", snap.LaneState)
 	}
 }

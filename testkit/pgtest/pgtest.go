@@ -192,6 +192,12 @@ func setup() error {
 		if q.Get("pool_max_conns") == "" {
 			q.Set("pool_max_conns", "1")
 		}
+		if q.Get("connect_timeout") == "" {
+			// A connection waits at the relay for its turn (up to
+			// RelayWait) while other test binaries hold the server's one
+			// slot; the client must wait as long, not the store's 10 s.
+			q.Set("connect_timeout", fmt.Sprint(int(RelayWait.Seconds())))
+		}
 		d.RawQuery = q.Encode()
 		dsn = d.String()
 		if srv != nil {
