@@ -130,6 +130,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	ready := plane.Status()
 	log.Info("choird ready", "config_version", ready.ConfigVersion, "config_hash", ready.ConfigHash, "resources", ready.Resources)
+	// The sessions this start found interrupted: their DMs are told, and
+	// the restart policy starts their agents again (resuming them).
+	go agentsMgr.AfterStart(monitorCtx)
 
 	select {
 	case <-ctx.Done():

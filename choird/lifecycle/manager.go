@@ -183,6 +183,7 @@ type Manager struct {
 	sessions  map[string]*Run // by session id
 	agentMu   map[string]*sync.Mutex
 	leftovers map[string]string // containers whose removal failed: id → agent
+	stale     []SessionRecord   // sessions CrashStaleSessions ended, for AfterStart
 }
 
 func (m *Manager) now() time.Time {

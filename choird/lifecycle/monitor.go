@@ -325,5 +325,8 @@ func (m *Manager) CrashStaleSessions(ctx context.Context) (int, error) {
 		}
 		m.Log.Info("stale session marked crashed", "agent_id", s.AgentID, "session_id", s.SessionID)
 	}
+	m.mu.Lock()
+	m.stale = append(m.stale, active...)
+	m.mu.Unlock()
 	return len(active), nil
 }

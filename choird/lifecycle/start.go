@@ -167,7 +167,7 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 	}
 	// A resumed session runs in a new container each time, named after
 	// the resume.
-	name := "choir-" + r.AgentID + "-" + r.SessionID[:8]
+	name := "choir-" + r.AgentID + "-" + r.SessionID[:min(8, len(r.SessionID))]
 	if r.resume != nil {
 		name += fmt.Sprintf("-r%d", r.resume.resumes)
 	}
