@@ -232,17 +232,54 @@ func (m *Manager) pumpLogs(r *Run) {
 	if err != nil {
 		return
 	}
-	s, err := m.Docker.ContainerLogs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Follow: true})
-	if err != nil {
-		return
-	}
-	defer s.Close()
 	var mu sync.Mutex
-	out := &lineWriter{w: w, mu: &mu, agent: r.AgentID, session: r.SessionID, stream: "stdout"}
-	errw := &lineWriter{w: w, mu: &mu, agent: r.AgentID, session: r.SessionID, stream: "stderr"}
-	s.Copy(out, errw)
-	out.flush()
-	errw.flush()
+	var last time.Time // the stamp of the newest line written
+	out := &lineWriter{w: w, mu: &mu, agent: r.AgentID, session: r.SessionID, stream: "stdout", last: &last}
+	errw := &lineWriter{w: w, mu: &mu, agent: r.AgentID, session: r.SessionID, stream: "stderr", last: &last}
+	retry := m.EngineRetry
+	if retry <= 0 {
+		retry = DefaultEngineRetry
+	}
+	// The stream ends when the container exits, or when the engine stops
+	// answering (restarted, its socket gone): then it is opened again from
+	// the newest line's stamp once the engine answers, and the lines already
+	// written are skipped, until the session has ended.
+	for wait := retry; ; wait = min(2*wait, MaxEngineRetry) {
+		mu.Lock()
+		since := last
+		mu.Unlock()
+		s, err := m.Docker.ContainerLogs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Follow: true, Timestamps: true, Since: since})
+		if err == nil {
+			s.Copy(out, errw)
+			s.Close()
+			out.flush()
+			errw.flush()
+			wait = retry
+		} else if docker.IsNotFound(err) {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-r.exited:
+			t.Stop()
+			if err == nil {
+				return // the stream ended with the container: all was read
+			}
+			// One more read after the exit: the last lines since the
+			// engine went away.
+			if s, err := m.Docker.ContainerLogs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Timestamps: true, Since: since}); err == nil {
+				s.Copy(out, errw)
+				s.Close()
+				out.flush()
+				errw.flush()
+			}
+			return
+		case <-t.C:
+		}
+		if m.bySession(r.SessionID) != r {
+			return
+		}
+	}
 }
 
 type lineWriter struct {
@@ -250,6 +287,7 @@ type lineWriter struct {
 	mu                     *sync.Mutex
 	agent, session, stream string
 	buf                    []byte
+	last                   *time.Time // with mu: the engine's stamp of the newest line written
 }
 
 func (lw *lineWriter) Write(p []byte) (int, error) {
@@ -273,6 +311,25 @@ func (lw *lineWriter) flush() {
 }
 
 func (lw *lineWriter) emit(line []byte) {
+	// The engine stamps every line (Timestamps): a line at or before the
+	// newest one written was read before the stream was opened again.
+	var stamp time.Time
+	if ts, rest, ok := bytes.Cut(line, []byte{' '}); ok {
+		if t, err := time.Parse(time.RFC3339Nano, string(ts)); err == nil {
+			stamp, line = t, rest
+		}
+	}
+	if !stamp.IsZero() && lw.last != nil {
+		lw.mu.Lock()
+		seen := !stamp.After(*lw.last)
+		if !seen {
+			*lw.last = stamp
+		}
+		lw.mu.Unlock()
+		if seen {
+			return
+		}
+	}
 	if len(bytes.TrimSpace(line)) == 0 {
 		return
 	}

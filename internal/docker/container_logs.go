@@ -92,6 +92,12 @@ func (s *LogStream) Copy(stdout, stderr io.Writer) error {
 	return Demux(s.body, stdout, stderr)
 }
 
+// NewLogStream wraps a log stream read elsewhere (an engine fake in a
+// test): multiplexed unless tty.
+func NewLogStream(body io.ReadCloser, tty bool) *LogStream {
+	return &LogStream{TTY: tty, body: body}
+}
+
 // Close ends the stream and releases its connection.
 func (s *LogStream) Close() error { return s.body.Close() }
 
