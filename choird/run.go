@@ -101,7 +101,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	go agentsMgr.Monitor(monitorCtx)
 	// Status, agent status and the gateway's /status say when Postgres or
 	// the engine stops answering.
-	go plane.WatchHealth(monitorCtx, control.DefaultHealthInterval, healthProbes(st, dc)...)
+	go plane.WatchHealth(monitorCtx, control.DefaultHealthInterval, healthProbes(st, dc, agentsMgr)...)
 	// Admin requests derive from serveCtx, so long streams (log follow)
 	// end when the stop begins instead of holding it for the grace period;
 	// rpcServer.Shutdown ends the agents' push streams likewise.

@@ -40,11 +40,7 @@ func openStore(ctx context.Context, plane *control.Plane) (*store.Store, error) 
 		return nil, err
 	}
 	plane.Step("connect to Postgres", ctl.StepOK, where+" as "+user)
-	ids := config.SortedNames(l.Config.Agents)
-	dims := defaultEmbeddingDims
-	if l.Config.Embedding != nil {
-		dims = l.Config.Embedding.Dimensions
-	}
+	ids, dims := bootstrapTargets(l)
 	if err := st.Bootstrap(ctx, ids, dims); err != nil {
 		st.Close()
 		plane.Step("initialise per-agent schemas and roles", ctl.StepFailed, err.Error())
@@ -53,6 +49,16 @@ func openStore(ctx context.Context, plane *control.Plane) (*store.Store, error) 
 	plane.Step("initialise per-agent schemas and roles", ctl.StepOK, fmt.Sprintf("%s_control and %d agent schemas", pg.Namespace, len(ids)))
 	plane.Step("initialise the connection pool", ctl.StepOK, fmt.Sprintf("at most %d connections", pg.PoolSize))
 	return st, nil
+}
+
+// bootstrapTargets are the agents whose schemas Bootstrap makes and the
+// size of their embeddings, at start and again when the tables go missing.
+func bootstrapTargets(l *config.Loaded) (agents []string, dims int) {
+	dims = defaultEmbeddingDims
+	if l.Config.Embedding != nil {
+		dims = l.Config.Embedding.Dimensions
+	}
+	return config.SortedNames(l.Config.Agents), dims
 }
 
 // startLifecycle runs startup steps 6 and 7 against the Docker engine and
@@ -64,10 +70,13 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())
 		return nil, nil, err
 	}
+	ids, dims := bootstrapTargets(plane.Config())
+	repair := &schemaRepair{st: st, agents: ids, dims: dims, log: log.With(logs.KeySystem, "store"), base: ctx}
 	m := &lifecycle.Manager{
-		Docker: dc, Store: sessionStore{st}, Leases: lease.NewTable(), Logs: lm, Home: home,
+		Docker: dc, Store: &repairingStore{Store: sessionStore{st}, repair: repair}, Leases: lease.NewTable(), Logs: lm, Home: home,
 		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current, Instance: instanceID(home),
 	}
+	repair.sessions = m
 	n, err := m.RemoveOrphans(ctx)
 	if err != nil {
 		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())
@@ -94,11 +103,27 @@ func instanceID(home config.Home) string {
 }
 
 // healthProbes are what the control plane checks to tell a degraded choird.
-func healthProbes(st *store.Store, dc *docker.Client) []control.Probe {
+// The Postgres probe pings, then checks that choird's tables are there and
+// makes them again if the database came back without them (schemaRepair).
+func healthProbes(st *store.Store, dc *docker.Client, m *lifecycle.Manager) []control.Probe {
+	pg := st.Ping
+	if rs, ok := m.Store.(*repairingStore); ok {
+		pg = postgresProbe(st, rs.repair)
+	}
 	return []control.Probe{
-		{Name: "Postgres", Check: st.Ping,
-			Fix: "committed events and heartbeats are not stored meanwhile; check that the database server in config.json's postgres block runs"},
+		{Name: "Postgres", Check: pg,
+			Fix: "committed events and heartbeats are not stored meanwhile (the agents keep them and resend); check that the database server in config.json's postgres block runs; choird creates its schemas again if the database comes back without them"},
 		{Name: "the Docker engine", Check: func(ctx context.Context) error { _, err := dc.Ping(ctx); return err },
 			Fix: "agents cannot start or stop meanwhile; start dockerd, or check DOCKER_HOST"},
+	}
+}
+
+// postgresProbe pings Postgres, then has repair check its tables.
+func postgresProbe(st *store.Store, repair *schemaRepair) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := st.Ping(ctx); err != nil {
+			return err
+		}
+		return repair.check(ctx)
 	}
 }

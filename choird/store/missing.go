@@ -16,14 +16,14 @@ var (
 
 // MissingTables names the tables of the store's namespace that Bootstrap
 // would create for agentIDs and the database lacks (schema-qualified, as
-// <ns>_control.sessions), in schema.sql's order; none when all are there.
+// <ns>_control.sessions), control tables first; none when all are there.
 // It is one catalogue query (to_regclass on each name), cheap enough for
 // the health probe: a database that came back empty (a server replaced, or
 // restored without choird's schemas) lists them all.
 func (s *Store) MissingTables(ctx context.Context, agentIDs []string) ([]string, error) {
-	var want []string
+	var want, names []string // quoted for to_regclass; bare for people
 	for _, t := range controlTables {
-		want = append(want, s.control+"."+t)
+		want, names = append(want, s.control+"."+t), append(names, s.ns+"_control."+t)
 	}
 	seen := map[string]bool{}
 	for _, id := range agentIDs {
@@ -36,11 +36,11 @@ func (s *Store) MissingTables(ctx context.Context, agentIDs []string) ([]string,
 		}
 		seen[n.bare] = true
 		for _, t := range agentTables {
-			want = append(want, n.Schema+"."+t)
+			want, names = append(want, n.Schema+"."+t), append(names, n.bare+"."+t)
 		}
 	}
-	rows, err := s.pool.Query(ctx, `SELECT name FROM unnest($1::text[]) WITH ORDINALITY AS t (name, i)
-		WHERE to_regclass(name) IS NULL ORDER BY i`, want)
+	rows, err := s.pool.Query(ctx, `SELECT shown FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS t (name, shown, i)
+		WHERE to_regclass(name) IS NULL ORDER BY i`, want, names)
 	if err != nil {
 		return nil, fmt.Errorf("check the tables of namespace %s: %w", s.ns, err)
 	}

@@ -23,14 +23,14 @@ func TestMissingTablesAfterTheDatabaseLostThem(t *testing.T) {
 	if _, err := s.CreateSession(ctx, NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l1", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	alpha := `"` + s.ns + `_alpha"`
+	alpha := s.ns + "_alpha"
 	for _, sql := range []string{"DROP SCHEMA " + alpha + " CASCADE", "DROP TABLE " + s.control + ".session_snapshots"} {
 		if _, err := s.pool.Exec(ctx, sql); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
 	got, err := s.MissingTables(ctx, agents)
-	want := []string{s.control + ".session_snapshots", alpha + ".memory_documents", alpha + ".memory_embeddings",
+	want := []string{s.ns + "_control.session_snapshots", alpha + ".memory_documents", alpha + ".memory_embeddings",
 		alpha + ".knowledge_documents", alpha + ".knowledge_embeddings"}
 	if err != nil || !slices.Equal(got, want) {
 		t.Fatalf("MissingTables after dropping alpha's schema and session_snapshots = %q, %v; want %q", got, err, want)
