@@ -33,8 +33,8 @@
 // and where it is broken, for the caller to answer with a tool error.
 // Arguments sent as a bare object and missing call ids are tolerated.
 //
-// Embeddings are asked for in batches; the answer numbers each vector by
-// index and Embed returns them in input order.
+// Embeddings are asked for in batches, with "encoding_format": "float"; the
+// answer numbers each vector by index and Embed returns them in input order.
 //
 // # Tool names
 //

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"choir/internal/jsonlimit"
 )
 
 // EmbedRequest is one batch for POST <endpoint>/embeddings.
@@ -21,6 +23,9 @@ type wireEmbedRequest struct {
 	Model      string   `json:"model"`
 	Input      []string `json:"input"`
 	Dimensions int      `json:"dimensions,omitempty"`
+	// EncodingFormat is always "float": the providers' default, said
+	// explicitly because some SDKs default to base64.
+	EncodingFormat string `json:"encoding_format"`
 }
 
 type wireEmbedResponse struct {
@@ -44,7 +49,7 @@ func (c *Client) Embed(ctx context.Context, req EmbedRequest) ([][]float32, Usag
 	if req.Model == "" {
 		return nil, Usage{}, k.fail(KindBadRequest, 0, "not sent: no model named", nil)
 	}
-	body, err := json.Marshal(wireEmbedRequest{Model: req.Model, Input: req.Input, Dimensions: max(req.Dimensions, 0)})
+	body, err := json.Marshal(wireEmbedRequest{Model: req.Model, Input: req.Input, Dimensions: max(req.Dimensions, 0), EncodingFormat: "float"})
 	if err != nil {
 		return nil, Usage{}, k.fail(KindBadRequest, 0, "not sent: "+err.Error(), err)
 	}
@@ -58,6 +63,9 @@ func (c *Client) Embed(ctx context.Context, req EmbedRequest) ([][]float32, Usag
 func decodeEmbeddings(k call, data []byte, n, dims int) ([][]float32, Usage, error) {
 	malformed := func(format string, args ...any) error {
 		return k.fail(KindMalformed, http.StatusOK, fmt.Sprintf(format, args...), nil)
+	}
+	if err := jsonlimit.Check(data, jsonlimit.Limits{MaxDepth: jsonlimit.DefaultMaxDepth}); err != nil {
+		return nil, Usage{}, k.fail(KindMalformed, http.StatusOK, "answer refused: "+err.Error(), err)
 	}
 	var w wireEmbedResponse
 	if err := json.Unmarshal(data, &w); err != nil {

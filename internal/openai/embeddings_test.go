@@ -42,6 +42,9 @@ func TestEmbedDimensions(t *testing.T) {
 		if req.JSON["dimensions"] != 3.0 {
 			t.Errorf("dimensions = %v; want 3", req.JSON["dimensions"])
 		}
+		if req.JSON["encoding_format"] != "float" {
+			t.Errorf("encoding_format = %v; want \"float\"", req.JSON["encoding_format"])
+		}
 	}))
 	got, _, err := c.Embed(t.Context(), openai.EmbedRequest{Model: "e", Input: []string{"a", "bb"}, Dimensions: 3})
 	if err != nil || len(got) != 2 || len(got[1]) != 3 {
