@@ -145,6 +145,11 @@ func TestBrokenConfigs(t *testing.T) {
 		{"agent core llm unknown", func(m map[string]any) { obj(m, "agents", "agent-1", "defaults")["core_llm"] = "gpt5" }, "agents.agent-1.defaults.core_llm", `no model named "gpt5"`},
 		{"mid_term_sessions not built", func(m map[string]any) { m["mid_term_sessions"] = 5 }, "mid_term_sessions", "not supported yet: mid-term memory (memory tiers 2-4) is not built, so this setting would do nothing; remove it (the default is 10)"},
 		{"skill retries beyond the engine's bound", func(m map[string]any) { m["budgets"] = map[string]any{"per_step_skill_retries": 101} }, "budgets.per_step_skill_retries", "want at most 100"},
+		{"log retention days negative", func(m map[string]any) { m["log_retention_days"] = -1 }, "log_retention_days", "between 0 and 36500 (0 keeps them whatever their age"},
+		{"log retention days beyond a century", func(m map[string]any) { m["log_retention_days"] = 36501 }, "log_retention_days", "between 0 and 36500"},
+		{"log retention size negative", func(m map[string]any) { m["log_retention_mb"] = -5 }, "log_retention_mb", "between 0 and 16777216 (0 sets no size limit"},
+		{"log retention size overflowing", func(m map[string]any) { m["log_retention_mb"] = 1 << 40 }, "log_retention_mb", "between 0 and 16777216"},
+		{"log retention size a string", func(m map[string]any) { m["log_retention_mb"] = "1G" }, "log_retention_mb", "want a whole number, got a string"},
 		{"skill retries negative", func(m map[string]any) { m["budgets"] = map[string]any{"per_step_skill_retries": -1} }, "budgets.per_step_skill_retries", "want at least 0"},
 	}
 	for _, tc := range tests {
@@ -323,4 +328,25 @@ func FuzzParse(f *testing.F) {
 		}
 		_, _ = ParseSecrets(in)
 	})
+}
+
+func TestLogRetentionZeroMeansNoLimit(t *testing.T) {
+	example, secrets := readExample(t)
+	c, err := Parse(mutate(t, example, func(m map[string]any) { m["log_retention_days"], m["log_retention_mb"] = 0, 0 }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Validate(c, secrets); err != nil {
+		t.Fatalf("Validate(retention 0, 0) = %v; want valid (0 is no limit)", err)
+	}
+	if c.LogRetentionDays != 0 || c.LogRetentionMB != 0 {
+		t.Errorf("retention = %d days, %d MiB; want 0, 0 kept (not replaced by defaults)", c.LogRetentionDays, c.LogRetentionMB)
+	}
+	c, err = Parse([]byte(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LogRetentionDays != 30 || c.LogRetentionMB != 1024 {
+		t.Errorf("retention when omitted = %d days, %d MiB; want 30, 1024", c.LogRetentionDays, c.LogRetentionMB)
+	}
 }

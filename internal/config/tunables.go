@@ -7,10 +7,14 @@ type Tunables struct {
 	CrashDetectionThresholdMS int `json:"crash_detection_threshold_ms"`
 	RateLimitRetryMS          int `json:"rate_limit_retry_ms"`
 	LogArchiveThresholdLines  int `json:"log_archive_threshold_lines"`
-	ApprovalTimeoutMS         int `json:"approval_timeout_ms"`
-	MidTermSessions           int `json:"mid_term_sessions"`
-	EventWindow               int `json:"event_window"`
-	SessionSummaryTimeoutMS   int `json:"session_summary_timeout_ms"`
+	// Archived logs (logs/archive/) older than LogRetentionDays, or beyond
+	// LogRetentionMB in total, are deleted oldest first; 0 means no limit.
+	LogRetentionDays        int `json:"log_retention_days"`
+	LogRetentionMB          int `json:"log_retention_mb"`
+	ApprovalTimeoutMS       int `json:"approval_timeout_ms"`
+	MidTermSessions         int `json:"mid_term_sessions"`
+	EventWindow             int `json:"event_window"`
+	SessionSummaryTimeoutMS int `json:"session_summary_timeout_ms"`
 	// CompactionThresholdPercent of a model's context window (minus the
 	// never-compacted content) that triggers working-memory compaction.
 	CompactionThresholdPercent int             `json:"compaction_threshold_percent"`
@@ -58,6 +62,14 @@ const (
 	DefaultTelegramAPI   = "https://api.telegram.org"
 )
 
+// Log retention defaults and bounds (log_retention_days, log_retention_mb).
+const (
+	DefaultLogRetentionDays = 30
+	DefaultLogRetentionMB   = 1024
+	MaxLogRetentionDays     = 36500   // a century: far from overflowing a time.Duration
+	MaxLogRetentionMB       = 1 << 24 // 16 TiB
+)
+
 // DefaultTunables are the design's defaults (§6.3, §7.6, §11, §13.1, §19.6, §22.2).
 func DefaultTunables() Tunables {
 	return Tunables{
@@ -65,6 +77,8 @@ func DefaultTunables() Tunables {
 		CrashDetectionThresholdMS:  10000,
 		RateLimitRetryMS:           1000,
 		LogArchiveThresholdLines:   100000,
+		LogRetentionDays:           DefaultLogRetentionDays,
+		LogRetentionMB:             DefaultLogRetentionMB,
 		ApprovalTimeoutMS:          30 * 60 * 1000,
 		MidTermSessions:            10,
 		EventWindow:                50,

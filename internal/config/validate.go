@@ -371,6 +371,14 @@ func (v *validator) tunables() {
 	}
 	v.atLeast("rate_limit_retry_ms", t.RateLimitRetryMS, 0, " ms")
 	v.atLeast("log_archive_threshold_lines", t.LogArchiveThresholdLines, 100, " lines")
+	if t.LogRetentionDays < 0 || t.LogRetentionDays > MaxLogRetentionDays {
+		v.add("log_retention_days", strconv.Itoa(t.LogRetentionDays),
+			"want days to keep archived logs between 0 and %d (0 keeps them whatever their age; the default is %d)", MaxLogRetentionDays, DefaultLogRetentionDays)
+	}
+	if t.LogRetentionMB < 0 || t.LogRetentionMB > MaxLogRetentionMB {
+		v.add("log_retention_mb", strconv.Itoa(t.LogRetentionMB),
+			"want the most MiB that logs/archive/ may hold, between 0 and %d (0 sets no size limit; the default is %d)", MaxLogRetentionMB, DefaultLogRetentionMB)
+	}
 	v.atLeast("approval_timeout_ms", t.ApprovalTimeoutMS, 1000, " ms")
 	if def := DefaultTunables().MidTermSessions; t.MidTermSessions != def {
 		v.add("mid_term_sessions", strconv.Itoa(t.MidTermSessions),
