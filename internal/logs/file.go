@@ -25,6 +25,9 @@ type File struct {
 	now        func() time.Time
 	onError    func(error)
 	mirror     io.Writer // also receives every (redacted) write, e.g. stderr
+	// archived is told each archive written, after the file's lock is
+	// released (the Manager prunes the archive there).
+	archived func(path string)
 }
 
 // OpenFile opens (creating, 0600) the log at path. Archives go to archiveDir.
@@ -75,13 +78,16 @@ func (lf *File) Path() string { return lf.path }
 // reached its threshold.
 func (lf *File) Write(p []byte) (int, error) {
 	out := []byte(lf.redact.String(string(p)))
+	var dst string
+	defer func() { lf.notify(dst) }() // runs after the unlock below
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lf.f == nil {
 		return 0, os.ErrClosed
 	}
 	if lf.threshold > 0 && lf.lines >= lf.threshold {
-		if err := lf.archiveLocked(); err != nil && lf.onError != nil {
+		var err error
+		if dst, err = lf.archiveLocked(); err != nil && lf.onError != nil {
 			lf.onError(err) // keep logging into the old file rather than lose lines
 		}
 	}
@@ -99,45 +105,58 @@ func (lf *File) Write(p []byte) (int, error) {
 // a new empty one. An empty log is not archived.
 func (lf *File) Archive() error {
 	lf.mu.Lock()
-	defer lf.mu.Unlock()
-	return lf.archiveLocked()
+	dst, err := lf.archiveLocked()
+	lf.mu.Unlock()
+	lf.notify(dst)
+	return err
 }
 
-func (lf *File) archiveLocked() error {
+func (lf *File) notify(dst string) {
+	lf.mu.Lock()
+	fn := lf.archived
+	lf.mu.Unlock()
+	if dst != "" && fn != nil {
+		fn(dst)
+	}
+}
+
+// archiveLocked returns the archive written ("" when none was), even when
+// starting the new log afterwards failed.
+func (lf *File) archiveLocked() (string, error) {
 	if lf.f == nil {
-		return os.ErrClosed
+		return "", os.ErrClosed
 	}
 	if lf.lines == 0 {
-		return nil
+		return "", nil
 	}
 	if err := os.MkdirAll(lf.archiveDir, 0o700); err != nil {
-		return fmt.Errorf("create archive directory: %w", err)
+		return "", fmt.Errorf("create archive directory: %w", err)
 	}
 	dst, err := lf.archiveName()
 	if err != nil {
-		return err
+		return "", err
 	}
 	if err := gzipFile(lf.path, dst); err != nil {
-		return err
+		return "", err
 	}
 	// Only once the archive is safely written is the active file replaced,
 	// by a new empty file (a new inode, so followers notice the switch).
 	tmp, err := os.CreateTemp(filepath.Dir(lf.path), ".new-log-*")
 	if err != nil {
-		return fmt.Errorf("start a new log after archiving: %w", err)
+		return dst, fmt.Errorf("start a new log after archiving: %w", err)
 	}
 	tmp.Close()
 	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("start a new log after archiving: %w", err)
+		return dst, fmt.Errorf("start a new log after archiving: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), lf.path); err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("start a new log after archiving: %w", err)
+		return dst, fmt.Errorf("start a new log after archiving: %w", err)
 	}
 	lf.f.Close()
 	lf.f = nil
-	return lf.open()
+	return dst, lf.open()
 }
 
 func (lf *File) archiveName() (string, error) {

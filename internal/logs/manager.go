@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sync"
+	"time"
 )
 
 // Manager owns the files under .choir.d/logs/: choird.log and one file per
@@ -16,18 +17,27 @@ type Manager struct {
 	level     slog.Leveler
 	Redactor  *Redactor
 
-	mu     sync.Mutex
-	choird *File
-	agents map[string]*File
+	mu        sync.Mutex
+	choird    *File
+	agents    map[string]*File
+	retention Retention
+
+	pruneMu     sync.Mutex       // one prune at a time
+	now         func() time.Time // the clock retention ages by
+	stopPruning chan struct{}    // closed by Close; nil until StartPruning
+	closed      bool
+	pruning     sync.WaitGroup
 }
 
 // NewManager opens choird.log under dir, archiving it past threshold lines.
+// Nothing is pruned until SetRetention.
 func NewManager(dir string, threshold int, level slog.Leveler, redactor *Redactor) (*Manager, error) {
-	m := &Manager{dir: dir, threshold: threshold, level: level, Redactor: redactor, agents: map[string]*File{}}
+	m := &Manager{dir: dir, threshold: threshold, level: level, Redactor: redactor, agents: map[string]*File{}, now: time.Now}
 	f, err := OpenFile(filepath.Join(dir, "choird.log"), filepath.Join(dir, "archive", "choird"), threshold, redactor)
 	if err != nil {
 		return nil, err
 	}
+	f.archived = m.afterArchive
 	m.choird = f
 	return m, nil
 }
@@ -66,6 +76,7 @@ func (m *Manager) agentFile(id string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	f.archived = m.afterArchive
 	m.agents[id] = f
 	return f, nil
 }
@@ -80,8 +91,16 @@ func (m *Manager) ArchiveAgent(id string) error {
 	return f.Archive()
 }
 
-// Close closes every file.
+// Close stops the daily pruning and closes every file.
 func (m *Manager) Close() error {
+	m.mu.Lock()
+	stop := m.stopPruning
+	m.stopPruning, m.closed = nil, true
+	m.mu.Unlock()
+	if stop != nil {
+		close(stop)
+		m.pruning.Wait()
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, f := range m.agents {
