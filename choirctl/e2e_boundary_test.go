@@ -49,6 +49,10 @@ type shellModel struct {
 	demo demomodel.Server
 	mu   sync.Mutex
 	seen [][]byte // every request body, in order
+	// hold, when set, is called with each request before it is answered
+	// and returns when the call may go on: the fault tests keep a model
+	// call in flight with it (see modelGate).
+	hold func(ctx context.Context, body []byte)
 }
 
 // requests returns every request body received so far.
@@ -62,7 +66,11 @@ func (m *shellModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
 	m.mu.Lock()
 	m.seen = append(m.seen, body)
+	hold := m.hold
 	m.mu.Unlock()
+	if hold != nil {
+		hold(r.Context(), body)
+	}
 	var req struct {
 		Model    string `json:"model"`
 		Messages []struct {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -234,17 +235,7 @@ func TestKillNineMidTurnResumes(t *testing.T) {
 		}
 		return false
 	}, status)
-	evs := storedEvents(t, rig.home, first.SessionID)
-	chained := make([]chain.Event, len(evs))
-	for i, ev := range evs {
-		chained[i] = chain.Event{Rev: ev.Rev, Type: ev.Type, Lane: ev.Lane, Payload: ev.Payload, Hash: ev.Hash, Time: ev.Time}
-	}
-	if len(evs) == 0 || evs[0].Rev != 1 {
-		t.Fatalf("the stored log of %s does not start at event 1: %d events", first.SessionID, len(evs))
-	}
-	if err := chain.Verify("", chained); err != nil {
-		t.Errorf("the stored log of %s (%d events) does not verify: %v", first.SessionID, len(evs), err)
-	}
+	evs := verifyStored(t, rig.home, first.SessionID, nil)
 	// The runs.txt call: requested once, committed once, and answered once,
 	// by the interrupted result.
 	var callID string
@@ -283,30 +274,7 @@ func TestKillNineMidTurnResumes(t *testing.T) {
 	if st := agentState(t, rig.home, agent); st.SessionID == "" || st.SessionID == first.SessionID || st.Resumed != nil {
 		t.Errorf("after --fresh: session %s, resumed %+v; want a new session, not %s", st.SessionID, st.Resumed, first.SessionID)
 	}
-	if out, stderr, code := ctlRun(t, rig.home, "", "agent", "stop", agent); code != 0 {
-		t.Fatalf("the final agent stop = %d %q %q", code, out, stderr)
-	}
-
-	// Nothing left behind: no container of the agent, running or not, and
-	// no lease.
-	cs, err := rig.dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=" + agent}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range cs {
-		t.Errorf("container %s of %s left after the final stop (%s)", c.ID[:12], agent, c.State)
-	}
-	ctlc := ctl.NewClient(config.Home{Dir: rig.home}.AdminSocket())
-	defer ctlc.Close()
-	wss, err := ctlc.Workspaces(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range wss {
-		if w.Holder != "" {
-			t.Errorf("workspace %s is still leased to %s after the final stop", w.Name, w.Holder)
-		}
-	}
+	stopLeavingNothing(t, rig, agent)
 	rig.d.stop(t)
 }
 
@@ -315,4 +283,82 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// report describes an agent for a failure message: its status, the tail
+// of its log and of choird's.
+func (rig *boundaryRig) report(t *testing.T, agent string) func() string {
+	return func() string {
+		st, _, _ := ctlRun(t, rig.home, "", "agent", "status", agent)
+		return "agent status:\n" + st + "\nagent log:\n" + rig.agentLogTail(agent) + "\nchoird:\n" + tail(rig.d.stderr.String(), 4000)
+	}
+}
+
+// verifyStored reads choird's stored log of a session after a fault and
+// checks it: it starts at event 1 and verifies from there
+// (chain.Verify), and every event choird had stored before the fault
+// (before, read then) is still there, unchanged: the log before is a
+// prefix of the log after. It returns the log.
+func verifyStored(t *testing.T, home, sessionID string, before []ctl.SessionEvent) []ctl.SessionEvent {
+	t.Helper()
+	evs := storedEvents(t, home, sessionID)
+	if len(evs) == 0 || evs[0].Rev != 1 {
+		t.Fatalf("the stored log of %s does not start at event 1: %d events", sessionID, len(evs))
+	}
+	chained := make([]chain.Event, len(evs))
+	for i, ev := range evs {
+		chained[i] = chain.Event{Rev: ev.Rev, Type: ev.Type, Lane: ev.Lane, Payload: ev.Payload, Hash: ev.Hash, Time: ev.Time}
+	}
+	if err := chain.Verify("", chained); err != nil {
+		t.Errorf("the stored log of %s (%d events) does not verify: %v", sessionID, len(evs), err)
+	}
+	if len(evs) < len(before) {
+		t.Errorf("the stored log of %s holds %d events after the fault, %d before: acknowledged events were lost", sessionID, len(evs), len(before))
+	}
+	for i := range min(len(evs), len(before)) {
+		b, a := before[i], evs[i]
+		if a.Rev != b.Rev || a.Type != b.Type || a.Hash != b.Hash || !bytes.Equal(a.Payload, b.Payload) {
+			t.Errorf("stored event %d changed across the fault: %s %s %s before, %s %s %s after", b.Rev, b.Type, b.Hash, b.Payload, a.Type, a.Hash, a.Payload)
+			break
+		}
+	}
+	return evs
+}
+
+// countEvents counts the events of a type whose payload contains text.
+func countEvents(evs []ctl.SessionEvent, typ, text string) int {
+	n := 0
+	for _, ev := range evs {
+		if ev.Type == typ && strings.Contains(string(ev.Payload), text) {
+			n++
+		}
+	}
+	return n
+}
+
+// stopLeavingNothing stops the agent and checks that no container of it,
+// running or not, and no lease is left behind.
+func stopLeavingNothing(t *testing.T, rig *boundaryRig, agent string) {
+	t.Helper()
+	if out, stderr, code := ctlRun(t, rig.home, "", "agent", "stop", agent); code != 0 {
+		t.Fatalf("the final agent stop = %d %q %q", code, out, stderr)
+	}
+	cs, err := rig.dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=" + agent}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		t.Errorf("container %s of %s left after the final stop (%s)", c.ID[:12], agent, c.State)
+	}
+	c := ctl.NewClient(config.Home{Dir: rig.home}.AdminSocket())
+	defer c.Close()
+	wss, err := c.Workspaces(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wss {
+		if w.Holder != "" {
+			t.Errorf("workspace %s is still leased to %s after the final stop", w.Name, w.Holder)
+		}
+	}
 }
