@@ -70,6 +70,7 @@ func runStatus(ctx context.Context, e *env, args []string) error {
 		parts = append(parts, fmt.Sprintf("%s %d", n, st.Resources[n]))
 	}
 	fmt.Fprintf(tw, "resources\t%s\n", strings.Join(parts, ", "))
+	fmt.Fprintf(tw, "log archive\t%d files, %.1f MiB\n", st.LogArchive.Files, float64(st.LogArchive.Bytes)/(1<<20))
 	tw.Flush()
 	for _, why := range st.Degraded {
 		fmt.Fprintf(e.stdout, "degraded: %s\n", why)

@@ -45,6 +45,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return err
 	}
 	defer lm.Close()
+	lm.StartPruning() // logs/archive/ pruned daily, within the limits SetConfig installs
 	lm.ChoirdFile().Mirror(stderr)
 	log := lm.Choird()
 	plane := control.New(home, lm)

@@ -56,6 +56,7 @@ func New(home config.Home, lm *logs.Manager) *Plane {
 func (p *Plane) SetConfig(l *config.Loaded) {
 	p.logs.Redactor.Set(secretValues(l.Secrets))
 	p.logs.SetThreshold(l.Config.LogArchiveThresholdLines)
+	p.logs.SetRetention(logs.Retention{MaxAge: time.Duration(l.Config.LogRetentionDays) * 24 * time.Hour, MaxBytes: int64(l.Config.LogRetentionMB) << 20})
 	p.mu.Lock()
 	p.loaded = l
 	p.configVersion++
@@ -112,12 +113,14 @@ func (p *Plane) Step(name, status, detail string) {
 
 // Status is `choirctl status`.
 func (p *Plane) Status() ctl.Status {
+	var archive ctl.LogArchive // listed before taking the lock
+	archive.Files, archive.Bytes, _ = p.logs.ArchiveUsage()
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	s := ctl.Status{
 		Healthy: p.loaded != nil, PID: os.Getpid(), Home: p.home.Dir, StartedAt: p.startedAt,
 		ConfigVersion: p.configVersion, Transport: p.transport, AgentSocket: p.agentSocket, Listen: p.listen,
-		Steps: append([]ctl.Step(nil), p.steps...),
+		Steps: append([]ctl.Step(nil), p.steps...), LogArchive: archive,
 	}
 	if p.loaded != nil {
 		s.ConfigHash = p.loaded.Version

@@ -23,6 +23,15 @@ type Status struct {
 	// Degraded says what is wrong now, one reason each (Postgres or the
 	// Docker engine unreachable); Healthy is false while it is not empty.
 	Degraded []string `json:"degraded,omitempty"`
+	// LogArchive is what logs/archive/ holds, pruned by log_retention_days
+	// and log_retention_mb.
+	LogArchive LogArchive `json:"log_archive"`
+}
+
+// LogArchive counts the archived logs under logs/archive/.
+type LogArchive struct {
+	Files int   `json:"files"`
+	Bytes int64 `json:"bytes"`
 }
 
 // Step is one step of choird's startup sequence (§6.2) and how it went.

@@ -121,3 +121,13 @@ func formatMiB(n int64) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// ArchiveUsage counts the archived logs under logs/archive/ and their
+// bytes, for choirctl status.
+func (m *Manager) ArchiveUsage() (files int, bytes int64, err error) {
+	list, err := ListArchive(filepath.Join(m.dir, "archive"))
+	for _, f := range list {
+		files, bytes = files+1, bytes+f.Size
+	}
+	return files, bytes, err
+}
