@@ -134,6 +134,11 @@ type Embedding struct {
 	Secret     string `json:"secret,omitempty"`
 }
 
+// EmbeddingHashing is the embedding provider that needs no endpoint, key or
+// model: choir's offline hashing embedder (not semantic; for tests, demos and
+// installations without an embeddings endpoint).
+const EmbeddingHashing = "hashing"
+
 // Gateway is a Telegram bot instance (§19.1), or the console: the
 // operator's DMs through `choirctl chat`, which need no bot.
 type Gateway struct {

@@ -279,11 +279,15 @@ func (v *validator) searchAndEmbedding() {
 		v.secret(p+".secret", s.Secret, true)
 	}
 	if e := v.c.Embedding; e != nil {
-		v.nonEmpty("embedding.provider", e.Provider, "a provider label such as openrouter")
-		v.nonEmpty("embedding.model", e.Model, "the embedding model id, e.g. text-embedding-3-small")
+		v.nonEmpty("embedding.provider", e.Provider, "a provider label such as openrouter, or \""+EmbeddingHashing+"\" for the offline embedder")
 		if e.Dimensions < 1 || e.Dimensions > maxVectorDims {
 			v.add("embedding.dimensions", strconv.Itoa(e.Dimensions), "want 1 to %d (pgvector indexes at most %d dimensions with HNSW)", maxVectorDims, maxVectorDims)
 		}
+		if e.Provider == EmbeddingHashing { // offline: model, endpoint and secret unused
+			v.secret("embedding.secret", e.Secret, false)
+			return
+		}
+		v.nonEmpty("embedding.model", e.Model, "the embedding model id, e.g. text-embedding-3-small")
 		v.url("embedding.endpoint", e.Endpoint, true)
 		v.secret("embedding.secret", e.Secret, false)
 	}
