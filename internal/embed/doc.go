@@ -27,7 +27,9 @@
 // items wait, in calls of at most 32 texts. A failed call is retried 3 times
 // after 1 s, 2 s and 4 s (each plus up to half again of jitter, and never
 // sooner than a 429's Retry-After); only rate limits, server errors,
-// timeouts, network failures and malformed answers are retried. Every
+// timeouts, network failures and malformed answers are retried; a batch the
+// provider refuses as a bad request is tried again one text at a time, so
+// that one text it will not take costs no other its vector. Every
 // accepted item is handed to the Deliver callback exactly once: with its
 // vector, or with an error and no vector, when the caller stores the chunk
 // without one (full-text search still finds it). Close embeds what is left,

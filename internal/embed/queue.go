@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"choir/internal/logs"
+	"choir/internal/openai"
 )
 
 // The queue's defaults (§11.9).
@@ -263,6 +264,15 @@ func (q *Queue) embed(batch []item) {
 			err = closedBefore(err, serr)
 			break
 		}
+	}
+	if len(batch) > 1 && openai.KindOf(err) == openai.KindBadRequest && q.ctx.Err() == nil {
+		// One text the provider refuses (too long, say) must not cost the
+		// others their vectors: try each alone.
+		log.Warn("embedding batch refused; embedding its items one by one", logs.KeyError, err.Error())
+		for _, it := range batch {
+			q.embed([]item{it})
+		}
+		return
 	}
 	log.Warn("embedding failed; the chunks are stored without vectors and found by text search", logs.KeyError, err.Error())
 	err = fmt.Errorf("embed: batch of %d not embedded: %w", len(batch), err)

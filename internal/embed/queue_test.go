@@ -183,14 +183,15 @@ func TestQueueRetriesWithBackoff(t *testing.T) {
 		jitter float64
 		waits  []time.Duration
 		ok     bool
+		calls  int
 	}{
-		{"two failures then success", []error{serverError(), serverError()}, 0, []time.Duration{time.Second, 2 * time.Second}, true},
-		{"three retries then give up", []error{serverError(), serverError(), serverError(), serverError()}, 0, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, false},
-		{"jitter adds up to half", []error{serverError(), serverError(), serverError(), serverError()}, 0.999, []time.Duration{1499500 * time.Microsecond, 2999 * time.Millisecond, 5998 * time.Millisecond}, false},
-		{"a malformed answer is retried", []error{fmt.Errorf("short: %w", embed.ErrMalformed)}, 0, []time.Duration{time.Second}, true},
-		{"a 429's Retry-After is waited", []error{&openai.APIError{Kind: openai.KindRateLimited, Status: 429, RetryAfter: 9 * time.Second}}, 0, []time.Duration{9 * time.Second}, true},
-		{"a refused key is not retried", []error{&openai.APIError{Kind: openai.KindAuth, Status: 401}}, 0, nil, false},
-		{"a bad request is not retried", []error{&openai.APIError{Kind: openai.KindBadRequest, Status: 400}}, 0, nil, false},
+		{"two failures then success", []error{serverError(), serverError()}, 0, []time.Duration{time.Second, 2 * time.Second}, true, 3},
+		{"three retries then give up", []error{serverError(), serverError(), serverError(), serverError()}, 0, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, false, 4},
+		{"jitter adds up to half", []error{serverError(), serverError(), serverError(), serverError()}, 0.999, []time.Duration{1499500 * time.Microsecond, 2999 * time.Millisecond, 5998 * time.Millisecond}, false, 4},
+		{"a malformed answer is retried", []error{fmt.Errorf("short: %w", embed.ErrMalformed)}, 0, []time.Duration{time.Second}, true, 2},
+		{"a 429's Retry-After is waited", []error{&openai.APIError{Kind: openai.KindRateLimited, Status: 429, RetryAfter: 9 * time.Second}}, 0, []time.Duration{9 * time.Second}, true, 2},
+		{"a refused key is not retried", []error{&openai.APIError{Kind: openai.KindAuth, Status: 401}}, 0, nil, false, 1},
+		{"a refused batch is tried item by item", []error{&openai.APIError{Kind: openai.KindBadRequest, Status: 400}}, 0, nil, true, 4},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,8 +206,8 @@ func TestQueueRetriesWithBackoff(t *testing.T) {
 			if w := slept.got(); !reflect.DeepEqual(w, tt.waits) {
 				t.Errorf("waits = %v; want %v", w, tt.waits)
 			}
-			if calls := emb.calls(); len(calls) != len(tt.waits)+1 {
-				t.Errorf("calls = %v; want %d", calls, len(tt.waits)+1)
+			if calls := emb.calls(); len(calls) != tt.calls {
+				t.Errorf("calls = %v; want %d", calls, tt.calls)
 			}
 			got.checkOnce(t, ids)
 			for _, id := range ids {
@@ -385,5 +386,52 @@ func TestQueueCloseCancelsWhenItsContextEnds(t *testing.T) {
 				t.Errorf("calls = %d; want 1 (nothing sent after the cancellation)", n)
 			}
 		})
+	}
+}
+
+// refusing answers 400 to any batch holding a text that starts with "TOO LONG".
+type refusing struct {
+	embed.Hashing
+	mu      sync.Mutex
+	batches []int
+}
+
+func (r *refusing) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	r.mu.Lock()
+	r.batches = append(r.batches, len(texts))
+	r.mu.Unlock()
+	for _, t := range texts {
+		if strings.HasPrefix(t, "TOO LONG") {
+			return nil, &openai.APIError{Kind: openai.KindBadRequest, Status: 400, Message: "maximum context length is 8192 tokens"}
+		}
+	}
+	return r.Hashing.Embed(ctx, texts)
+}
+
+func TestQueueOneRefusedTextCostsNoOtherItsVector(t *testing.T) {
+	emb := &refusing{Hashing: embed.Hashing{Dims: 4}}
+	got, slept := newDelivered(), &sleeps{}
+	q := newQueue(t, embed.QueueConfig{Embedder: emb, Deliver: got.deliver, Sleep: slept.sleep})
+	ids := enqueue(t, q, 0, 2)
+	if err := q.Enqueue("huge", "TOO LONG "+strings.Repeat("word ", 10000)); err != nil {
+		t.Fatal(err)
+	}
+	ids = append(ids, "huge")
+	q.Flush()
+	got.waitFor(t, 3)
+
+	got.checkOnce(t, ids)
+	for _, id := range ids[:2] {
+		if got.vecs[id] == nil {
+			t.Errorf("%s delivered without a vector (%v); want one: only the refused text should lack it", id, got.errs[id])
+		}
+	}
+	if err := got.errs["huge"]; got.vecs["huge"] != nil || openai.KindOf(err) != openai.KindBadRequest || !strings.Contains(err.Error(), "8192 tokens") {
+		t.Errorf("huge delivered %v, %v; want no vector and the provider's refusal", got.vecs["huge"], err)
+	}
+	emb.mu.Lock()
+	defer emb.mu.Unlock()
+	if !reflect.DeepEqual(emb.batches, []int{3, 1, 1, 1}) || len(slept.got()) != 0 {
+		t.Errorf("calls = %v, waits %v; want the batch of 3, then each alone, without waiting", emb.batches, slept.got())
 	}
 }
