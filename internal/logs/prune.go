@@ -91,6 +91,8 @@ func (m *Manager) prune(keep string) {
 			done = append(done, outcome{d, removeArchived(archive, d.Name)})
 		}
 	}()
+	// A fresh handler, with its own mutex: when a choird.log line archived
+	// the file, the handler that wrote it still holds its lock here.
 	log := m.Choird().With(KeySystem, "logs")
 	if listErr != nil {
 		log.Warn("log retention: cannot list the archive", KeyError, listErr.Error())
