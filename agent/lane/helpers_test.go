@@ -81,7 +81,8 @@ type envOptions struct {
 	window    int
 	steps     int
 	ident     Identity
-	laneTools bool // register Tools(nil): core jobs and working memory
+	laneTools bool          // register Tools(host): core jobs and working memory
+	host      tool.HostFunc // the lane tools' EXECUTE_HOST_TOOL; nil: none
 	budgets   config.Budgets
 	percent   int         // compaction_threshold_percent
 	ctxWindow int         // the model's context window
@@ -110,7 +111,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 		replyCh: make(chan Reply, 4096), reportCh: make(chan report, 4096), notifyCh: make(chan string, 4096)}
 	builtins := workspace.Tools(workspace.Options{NoRipgrep: true})
 	if o.laneTools {
-		builtins = append(builtins, Tools(nil)...)
+		builtins = append(builtins, Tools(o.host)...)
 	}
 	reg, err := tool.Load(builtins, "", "")
 	if err != nil {

@@ -24,17 +24,19 @@ const (
 	FinishTool  = "choir.core.finish"
 	ReportTool  = "choir.core.report"
 	CompactTool = "choir.memory.compact"
-	QueryTool   = "choir.memory.query"
+	QueryTool   = rpc.HostToolMemoryQuery
+	UpsertTool  = rpc.HostToolMemoryUpsert
 )
 
 // Tools returns the lanes' own tools, for tool.Load's built-ins: the edge's
 // choir.core.spawn, inject, cancel and list; the core jobs' choir.core.finish
-// and report; and choir.memory.compact and choir.memory.query for both.
-// They take no locks and act on the lane that proposes them (the arbiter
-// runs them with the proposal's context, which names it). host, when set,
-// answers choir.memory.query for the stores other than "working" (choird's
-// session and knowledge stores, EXECUTE_HOST_TOOL); nil answers them
-// not_available.
+// and report; and choir.memory.compact, choir.memory.query and
+// choir.memory.upsert for both. They take no locks and act on the lane that
+// proposes them (the arbiter runs them with the proposal's context, which
+// names it). host, when set, answers choir.memory.query for the stores
+// other than "working" (choird's session and knowledge stores) and runs
+// choir.memory.upsert (the agent's own knowledge), both through
+// EXECUTE_HOST_TOOL; nil answers them not_available.
 func Tools(host tool.HostFunc) []tool.Tool {
 	obj := func(s string) json.RawMessage { return json.RawMessage(s) }
 	return []tool.Tool{
@@ -79,13 +81,12 @@ func Tools(host tool.HostFunc) []tool.Tool {
 			rt: runtimeOf(tool.ExposeBoth, tool.SideEffectRead, 5*time.Second), run: runCompact,
 		},
 		&laneTool{
-			llm: tool.LLMTool{Name: QueryTool, Description: "Search memory. store \"working\": this session's events, by keywords (mode keyword) or by an event id (mode hash).",
-				Parameters: obj(`{"type":"object","additionalProperties":false,"required":["store","query"],"properties":{` +
-					`"store":{"type":"string","enum":["working","session","knowledge"]},` +
-					`"mode":{"type":"string","enum":["keyword","hash","semantic","text","session_detail"]},` +
-					`"query":{"type":"string","minLength":1},"limit":{"type":"integer","minimum":1,"maximum":50},` +
-					`"session_id":{"type":"string"},"target_agent":{"type":"string"}}}`)},
-			rt: runtimeOf(tool.ExposeBoth, tool.SideEffectRead, 30*time.Second), run: queryRunner(host),
+			llm: tool.LLMTool{Name: QueryTool, Description: queryDescription, Parameters: obj(queryParams)},
+			rt:  runtimeOf(tool.ExposeBoth, tool.SideEffectRead, 30*time.Second), run: queryRunner(host),
+		},
+		&laneTool{
+			llm: tool.LLMTool{Name: UpsertTool, Description: upsertDescription, Parameters: obj(upsertParams)},
+			rt:  runtimeOf(tool.ExposeBoth, tool.SideEffectWrite, 30*time.Second), run: upsertRunner(host),
 		},
 	}
 }
@@ -263,6 +264,8 @@ func queryRunner(host tool.HostFunc) func(context.Context, *actor, json.RawMessa
 		}
 		json.Unmarshal(input, &in)
 		if in.Store != "working" {
+			// choird checks the input strictly (unknown members, bounds)
+			// and answers the tool result, provenance on every hit.
 			if host == nil {
 				return tool.Result{}, tool.Errorf(CodeNotAvailable, "the %s store is not available yet; store \"working\" (this session's events) is", in.Store)
 			}
@@ -288,5 +291,43 @@ func queryRunner(host tool.HostFunc) func(context.Context, *actor, json.RawMessa
 			hits = []memory.Hit{}
 		}
 		return tool.Success(fmt.Sprintf("%d events found", len(hits)), map[string]any{"hits": hits}), nil
+	}
+}
+
+// The memory tools' schemas. choird checks the session and knowledge
+// stores' inputs again, strictly (choird/memory/tools.go).
+const (
+	queryDescription = "Search memory. store \"working\": this session's events, by keywords (mode keyword) or by an event id (mode hash). " +
+		"store \"session\": what earlier sessions did and said (modes semantic, text, hybrid; session_detail with a session_id reads one session's events in order). " +
+		"store \"knowledge\": facts saved with " + UpsertTool + " (semantic, text, hybrid). hybrid, the default there, fuses meaning and words. " +
+		"target_agent reads another agent's memory. Every hit names its agent, session, event revisions and content hash: cite them."
+	queryParams = `{"type":"object","additionalProperties":false,"required":["store"],"properties":{` +
+		`"store":{"type":"string","enum":["working","session","knowledge"]},` +
+		`"mode":{"type":"string","enum":["keyword","hash","semantic","text","hybrid","session_detail"]},` +
+		`"query":{"type":"string","minLength":1,"maxLength":4096},` +
+		`"limit":{"type":"integer","minimum":1,"maximum":50,"description":"at most 20 for the session and knowledge stores"},` +
+		`"session_id":{"type":"string","description":"session_detail: the session to read, from a hit's session_id"},` +
+		`"target_agent":{"type":"string","description":"the agent whose session or knowledge memory to read; default yourself"}}}`
+	upsertDescription = "Save, replace or delete a fact in your own knowledge store, which outlives this session (find it later with " + QueryTool + " store knowledge). " +
+		"op insert stores text (with a key, it replaces the document with that key); op update replaces the text of the document with key; op delete removes the document by key or id. " +
+		"You can write only your own knowledge."
+	upsertParams = `{"type":"object","additionalProperties":false,"required":["op"],"properties":{` +
+		`"op":{"type":"string","enum":["insert","update","delete"]},` +
+		`"key":{"type":"string","minLength":1,"maxLength":512,"description":"a stable name for the fact, e.g. user.timezone"},` +
+		`"id":{"type":"string","description":"delete: the document_id of a hit"},` +
+		`"text":{"type":"string","minLength":1,"maxLength":16384,"description":"the fact, written to be understood alone later"},` +
+		`"metadata":{"type":"object","description":"tags, e.g. {\"topic\":\"travel\"}"}}}`
+)
+
+func upsertRunner(host tool.HostFunc) func(context.Context, *actor, json.RawMessage, tool.Env) (tool.Result, error) {
+	return func(ctx context.Context, _ *actor, input json.RawMessage, env tool.Env) (tool.Result, error) {
+		if host == nil {
+			return tool.Result{}, tool.Errorf(CodeNotAvailable, "the knowledge store is not available in this agent (no choird connection)")
+		}
+		out, err := host(ctx, UpsertTool, env.CallID, input)
+		if err != nil {
+			return tool.Result{}, tool.Errorf(tool.CodeHost, "choird could not run %s: %v", UpsertTool, err)
+		}
+		return tool.ParseResult(out)
 	}
 }

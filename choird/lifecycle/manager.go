@@ -156,8 +156,13 @@ type Manager struct {
 	// RequestApproval stores an agent's proposal for a human decision and
 	// returns its id and status (the approval service).
 	RequestApproval func(ctx context.Context, agentID, sessionID, requestType string, payload json.RawMessage) (id, status string, err error)
-	Home            config.Home
-	Log             *slog.Logger
+	// HostTools runs the host tools other rooms provide (choir.memory.query,
+	// choir.memory.upsert), by name, for the calling agent and session. A
+	// handler's output is its tool result; an error becomes a tool error
+	// whose code is the error's ToolCode() when it has one.
+	HostTools map[string]func(ctx context.Context, agentID, sessionID string, input json.RawMessage) (json.RawMessage, error)
+	Home      config.Home
+	Log       *slog.Logger
 	// Sockets opens each agent's own control socket (the protocol server).
 	Sockets AgentSockets
 	// Instance labels this choird's containers (see LabelInstance).

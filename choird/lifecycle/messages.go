@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -75,6 +76,18 @@ func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.
 			return toolError(req.CallID, "delivery_failed", err.Error()), nil
 		}
 		return rpc.HostToolResp{CallID: req.CallID, Status: rpc.ToolSuccess, Output: json.RawMessage(`{"status":"success","summary":"delivered"}`)}, nil
+	}
+	if h := m.HostTools[req.ToolName]; h != nil {
+		out, err := h(ctx, r.AgentID, r.SessionID, req.Input)
+		if err != nil {
+			code := "host_error"
+			var c interface{ ToolCode() string }
+			if errors.As(err, &c) {
+				code = c.ToolCode()
+			}
+			return toolError(req.CallID, code, err.Error()), nil
+		}
+		return rpc.HostToolResp{CallID: req.CallID, Status: rpc.ToolSuccess, Output: out}, nil
 	}
 	return rpc.HostToolResp{}, rpc.Errorf(http.StatusNotFound, rpc.CodeNotFound, "no host tool named %q in this choird", req.ToolName)
 }
