@@ -49,13 +49,21 @@ func (m *Manager) stop(ctx context.Context, r *Run) {
 	grace := time.Duration(l.Config.SessionSummaryTimeoutMS)*time.Millisecond + StopGraceExtra
 	t := time.NewTimer(grace)
 	defer t.Stop()
+	reason := "stopped"
 	select {
 	case <-r.exited:
+		r.mu.Lock()
+		if r.terminating == "" {
+			reason = fmt.Sprintf("stopped, but the agent exited with code %d before its graceful stop ended (TERMINATE_SELF): no session summary, and what it committed after its last stored heartbeat is lost", r.exitCode)
+		}
+		r.mu.Unlock()
 	case <-t.C:
 		m.logf(r, "agent did not exit after shutdown; stopping its container", "grace", grace.String())
+		reason = "stopped, but the agent did not exit within " + grace.String() + " of the shutdown: its container was stopped, so what it committed after its last stored heartbeat may be lost"
 	case <-ctx.Done():
+		reason = "stopped before the agent's graceful stop ended (the stop was cancelled): its container was stopped"
 	}
-	m.end(r, StatusStopped, "stopped")
+	m.end(r, StatusStopped, reason)
 }
 
 func (r *Run) setState(s string) {
