@@ -343,6 +343,11 @@ func TestKillNineDuringTheSummary(t *testing.T) {
 	if s := sessionStatus(t, rig.home, agent, first.SessionID); s != "stopped" && s != "crashed" {
 		t.Errorf("the session after the kill during the summary is %q; want stopped or crashed", s)
 	}
+	// Not a graceful stop, and session show says so (no summary, events
+	// after the last stored heartbeat lost).
+	if out, _, _ := ctlRun(t, rig.home, "", "session", "show", first.SessionID); !strings.Contains(out, "before its graceful stop ended") {
+		t.Errorf("session show after the kill during the summary:\n%s\nwant the end reason to say the graceful stop did not end", out)
+	}
 
 	gate.release()
 	rig.resume(t, agent, first.SessionID, report)
@@ -573,6 +578,9 @@ func TestEngineAPIDownWhileTheAgentWorks(t *testing.T) {
 	stopLeavingNothing(t, rig, agent)
 	if s := sessionStatus(t, rig.home, agent, first.SessionID); s != "stopped" {
 		t.Errorf("the session after the final stop is %q; want stopped", s)
+	}
+	if out, _, _ := ctlRun(t, rig.home, "", "session", "show", first.SessionID); !strings.Contains(out, "end reason") || strings.Contains(out, "graceful stop ended") {
+		t.Errorf("session show after a graceful stop:\n%s\nwant a plain stop", out)
 	}
 	if n := runsOf(runs); n != 1 {
 		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
