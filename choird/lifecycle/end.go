@@ -138,6 +138,9 @@ func (m *Manager) end(r *Run, status, reason string) {
 		restart = m.restartAfterCrash(r, reason) // with the leases free for it
 	}
 	m.tell(ctx, r, status, reason, wasRunning, restart)
+	if m.SessionClosed != nil {
+		go m.SessionClosed(r.AgentID, r.SessionID, status)
+	}
 }
 
 // SessionEnds is told when a session ends, after the DM heard about it:

@@ -181,6 +181,10 @@ type Manager struct {
 	// AfterFunc schedules the restart policy's restarts (see restart.go);
 	// nil means time.AfterFunc. f must run on a goroutine of its own.
 	AfterFunc func(d time.Duration, f func()) Timer
+	// SessionClosed is told, on a goroutine of its own, each time a
+	// session ends (stopped or crashed), once its end is recorded: the
+	// memory pipeline chunks it (choird/memory). Nil means nobody.
+	SessionClosed func(agentID, sessionID, status string)
 
 	restarts  restarter
 	mu        sync.Mutex
