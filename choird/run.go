@@ -66,6 +66,12 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer dc.Close()
 	agentsMgr.Health = plane.Degraded
+	mem, stopMemory, err := startMemory(plane, st, log.With(logs.KeySystem, "memory"))
+	if err != nil {
+		return fmt.Errorf("cannot start the embedding pipeline: %w", err)
+	}
+	defer stopMemory()
+	agentsMgr.SessionClosed = mem.SessionEnded
 	rpcServer := rpc.NewServer(agentsMgr.Handler(), rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)}
@@ -134,6 +140,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	// The sessions this start found interrupted: their DMs are told, and
 	// the restart policy starts their agents again (resuming them).
 	go agentsMgr.AfterStart(monitorCtx)
+	sweepMemory(mem, plane)
 
 	select {
 	case <-ctx.Done():
