@@ -79,6 +79,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
 	plane.SetSessions(sessionLog{st}, agentsMgr)
+	memTools := memoryTools(plane.Config(), st, log.With(logs.KeySystem, "memory"))
+	agentsMgr.HostTools = memTools.HostTools()
+	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
 	plane.Console.IsConsoleDM = func(dm string) bool {
 		c := plane.Config().Config

@@ -38,6 +38,7 @@ type Plane struct {
 	approvals     Approvals
 	sessionLog    SessionLog
 	running       Sessions
+	memory        Memory
 	gateways      func() []ctl.GatewayStatus
 	probes        []Probe
 	health        map[string]probeState // by probe name

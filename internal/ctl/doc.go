@@ -36,6 +36,10 @@
 //	GET  /v1/sessions/<id>/cores  → []rpc.StatusReq of its core jobs
 //	POST /v1/sessions/<id>/cancel CancelRequest → {}
 //	POST /v1/sessions/<id>/compact → {}
+//	POST /v1/memory/<agent>/search rpc.MemoryQuery → rpc.MemoryAnswer
+//	POST /v1/memory/<agent>/upsert rpc.MemoryUpsert → rpc.MemoryAnswer
+//	                                 (written as that agent)
+//	GET  /v1/memory/<agent>/knowledge[?limit=] → rpc.MemoryAnswer
 //	GET  /v1/models               → ModelCatalog
 //	GET  /v1/agents/<id>/model    → ModelChoice
 //	POST /v1/agents/<id>/model    ModelChoice → ModelChoice (until restart)
