@@ -381,3 +381,33 @@ func TestMemoryOperatorListAndSearch(t *testing.T) {
 		t.Errorf("List(gamma), an agent without a schema = %v; want %s", err, CodeNotFound)
 	}
 }
+
+// Through the table choird's EXECUTE_HOST_TOOL consults: alpha saves a fact
+// in one session and finds it, with its provenance, in a later one by
+// meaning; beta finds it only when it names alpha, and cannot delete it.
+func TestHostToolsAcrossSessions(t *testing.T) {
+	tl, _, ctx := toolsDB(t)
+	host := tl.HostTools()
+	out, err := host[rpc.HostToolMemoryUpsert](ctx, "alpha", "s-1", json.RawMessage(`{"op":"insert","key":"user.allergy","text":"the user is allergic to peanuts"}`))
+	saved := answer(t, out, err)
+	later := func(agent, input string) rpc.MemoryAnswer {
+		out, err := host[rpc.HostToolMemoryQuery](ctx, agent, "s-2", json.RawMessage(input))
+		return answer(t, out, err)
+	}
+	a := later("alpha", `{"store":"knowledge","mode":"semantic","query":"is the user allergic to peanuts?"}`)
+	if len(a.Hits) == 0 || a.Hits[0].DocumentID != saved.DocumentID || a.Hits[0].Key != "user.allergy" || a.Hits[0].ContentHash != saved.ContentHash {
+		t.Errorf("alpha in session s-2 = %+v; want the fact saved in s-1 with its id, key and hash", a)
+	}
+	if b := later("beta", `{"store":"knowledge","mode":"text","query":"peanuts"}`); len(b.Hits) != 0 {
+		t.Errorf("beta found alpha's fact in its own store: %+v", b)
+	}
+	if b := later("beta", `{"store":"knowledge","mode":"text","query":"peanuts","target_agent":"alpha"}`); len(b.Hits) != 1 || b.Hits[0].Agent != "alpha" {
+		t.Errorf("beta naming alpha = %+v; want alpha's fact", b)
+	}
+	if _, err := host[rpc.HostToolMemoryUpsert](ctx, "beta", "s-b", json.RawMessage(`{"op":"delete","id":"`+saved.DocumentID+`"}`)); toolCode(err) != CodeNotFound {
+		t.Errorf("beta deleting alpha's document = %v; want %s", err, CodeNotFound)
+	}
+	if a := later("alpha", `{"store":"knowledge","mode":"text","query":"peanuts"}`); len(a.Hits) != 1 {
+		t.Errorf("alpha's fact after beta's delete = %+v", a)
+	}
+}
