@@ -133,8 +133,6 @@ const (
 	keyChunks    = "chunks"
 	keyStatus    = "status"
 	keyTable     = "table"
-	keySessions  = "sessions"
-	keyThrough   = "through_rev"
 	keyQueueMiss = "not_queued"
 )
 
