@@ -66,6 +66,13 @@ func (m *Manager) stop(ctx context.Context, r *Run) {
 	m.end(r, StatusStopped, reason)
 }
 
+// isEnding says whether a session of the agent is still being ended.
+func (m *Manager) isEnding(agentID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ending[agentID] > 0
+}
+
 func (r *Run) setState(s string) {
 	r.mu.Lock()
 	r.state = s
@@ -91,6 +98,12 @@ func (m *Manager) end(r *Run, status, reason string) {
 	if m.runs[r.AgentID] == r {
 		delete(m.runs, r.AgentID)
 	}
+	// Until its leases are released, agent status says stopping, not
+	// stopped: a start before then is refused as already running.
+	if m.ending == nil {
+		m.ending = map[string]int{}
+	}
+	m.ending[r.AgentID]++
 	m.mu.Unlock()
 	// A session that got as far as INIT_HELLO may have had a user waiting.
 	wasRunning := r.getState() != StateStarting
@@ -125,6 +138,11 @@ func (m *Manager) end(r *Run, status, reason string) {
 		m.logf(r, "record the session's end failed", "error", err.Error())
 	}
 	released := m.Leases.Release(r.AgentID)
+	m.mu.Lock()
+	if m.ending[r.AgentID]--; m.ending[r.AgentID] <= 0 {
+		delete(m.ending, r.AgentID)
+	}
+	m.mu.Unlock()
 	level := "session ended"
 	if status == StatusCrashed {
 		level = "session crashed"

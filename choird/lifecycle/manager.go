@@ -190,6 +190,7 @@ type Manager struct {
 	mu        sync.Mutex
 	runs      map[string]*Run // by agent id
 	sessions  map[string]*Run // by session id
+	ending    map[string]int  // agents whose session end is still finishing (see end)
 	agentMu   map[string]*sync.Mutex
 	leftovers map[string]string // containers whose removal failed: id → agent
 	stale     []SessionRecord   // sessions CrashStaleSessions ended, for AfterStart
@@ -240,7 +241,11 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 	}
 	r := m.run(agentID)
 	if r == nil {
-		return ctl.AgentStatus{AgentID: agentID, State: "stopped", Restart: m.restartStatus(agentID, nil), Degraded: m.health()}, nil
+		state := "stopped"
+		if m.isEnding(agentID) {
+			state = StateStopping // its leases are not free yet: a start would be refused
+		}
+		return ctl.AgentStatus{AgentID: agentID, State: state, Restart: m.restartStatus(agentID, nil), Degraded: m.health()}, nil
 	}
 	b := r.bindings()
 	restart := m.restartStatus(agentID, r)
