@@ -56,8 +56,9 @@ func newFaultRig(t *testing.T) *boundaryRig {
 }
 
 // modelGate keeps the model calls of one kind in flight until it is
-// opened: "turn" (a call whose last message is the user's) or "summary"
-// (the session summary of a graceful stop).
+// opened: "turn" (a call whose last message is the user's), "summary"
+// (the session summary of a graceful stop) or "compaction" (the working
+// memory's fold).
 type modelGate struct {
 	kind string
 	open chan struct{}
@@ -122,7 +123,9 @@ func requestKind(body []byte) string {
 	switch {
 	case offers(req.Tools, "session_summary"):
 		return "summary"
-	case offers(req.Tools, "memory_delta"), offers(req.Tools, "core_finish"):
+	case offers(req.Tools, "memory_delta"):
+		return "compaction"
+	case offers(req.Tools, "core_finish"):
 		return ""
 	case req.Messages[len(req.Messages)-1].Role == "user":
 		return "turn"
@@ -354,6 +357,60 @@ func TestKillNineDuringTheSummary(t *testing.T) {
 	rig.alive(t, agent, "the resume")
 	waitUntil(t, "the resumed turn's events in choird's log", time.Minute, func() bool {
 		return countEvents(storedEvents(t, rig.home, first.SessionID), "UserMsg", "hello after the resume") == 1
+	}, report)
+	evs := verifyStored(t, rig.home, first.SessionID, before)
+	checkCallOnce(t, evs, "runs.txt")
+	stopLeavingNothing(t, rig, agent)
+	if n := runsOf(runs); n != 1 {
+		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
+	}
+	rig.d.stop(t)
+}
+
+// TestKillNineDuringCompaction: `session compact` while the model holds
+// the compaction call, and the container killed with SIGKILL during it.
+// Started again, the session resumes, compacts when asked, and its log
+// verifies with everything stored before.
+func TestKillNineDuringCompaction(t *testing.T) {
+	rig := newFaultRig(t)
+	const agent = "agent-1"
+	runs := filepath.Join(rig.workspace[agent], "runs.txt")
+	report := rig.report(t, agent)
+	rig.start(t, agent)
+	first := agentState(t, rig.home, agent)
+	if out := rig.say(t, agent, "$ echo ran >> runs.txt"); !strings.Contains(out, `"exit_code":0`) {
+		t.Fatalf("the command's turn answered %q", out)
+	}
+	for _, msg := range []string{"something to fold", "more to fold"} {
+		rig.say(t, agent, msg)
+	}
+	waitUntil(t, "the turns in choird's log", time.Minute, func() bool {
+		return countEvents(storedEvents(t, rig.home, first.SessionID), "UserMsg", "more to fold") == 1
+	}, report)
+
+	gate := holdModel(t, rig.model, "compaction")
+	if out, stderr, code := ctlRun(t, rig.home, "", "session", "compact", first.SessionID); code != 0 {
+		t.Fatalf("session compact = %d %q %q", code, out, stderr)
+	}
+	waitUntil(t, "the compaction call in flight", time.Minute, func() bool { return gate.inFlight() > 0 }, report)
+	before := storedEvents(t, rig.home, first.SessionID)
+	c := rig.container(t, agent)
+	if err := rig.dc.ContainerKill(context.Background(), c.ID, "KILL"); err != nil {
+		t.Fatalf("kill -9 the agent's container: %v", err)
+	}
+	waitUntil(t, "agent status stopped", time.Minute, func() bool { return agentState(t, rig.home, agent).State == "stopped" }, report)
+	if s := sessionStatus(t, rig.home, agent, first.SessionID); s != "crashed" {
+		t.Errorf("the session killed during a compaction is %q; want crashed", s)
+	}
+
+	gate.release()
+	rig.resume(t, agent, first.SessionID, report)
+	rig.alive(t, agent, "the resume")
+	if out, stderr, code := ctlRun(t, rig.home, "", "session", "compact", first.SessionID); code != 0 {
+		t.Fatalf("session compact after the resume = %d %q %q", code, out, stderr)
+	}
+	waitUntil(t, "the compaction after the resume in choird's log", time.Minute, func() bool {
+		return countEvents(storedEvents(t, rig.home, first.SessionID), "MemoryWriteCommitted", "") > countEvents(before, "MemoryWriteCommitted", "")
 	}, report)
 	evs := verifyStored(t, rig.home, first.SessionID, before)
 	checkCallOnce(t, evs, "runs.txt")
