@@ -38,7 +38,7 @@ func (h *hostRec) sent() []string {
 // agent.
 func TestMemoryHostToolsForwarded(t *testing.T) {
 	h := &hostRec{answer: map[string]string{
-		QueryTool: `{"status":"success","summary":"1 found","hits":[{"agent":"b","store":"knowledge","document_id":"d1","content_hash":"sha256:ab","score":0.5,"text":"Ada likes tea"}]}`,
+		QueryTool:  `{"status":"success","summary":"1 found","hits":[{"agent":"b","store":"knowledge","document_id":"d1","content_hash":"sha256:ab","score":0.5,"text":"Ada likes tea"}]}`,
 		UpsertTool: `{"status":"error","summary":"refused","error":{"code":"forbidden","message":"an agent writes only its own knowledge"}}`,
 	}}
 	e, s := coreEnv(t, envOptions{host: h.call})
