@@ -79,7 +79,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
 	plane.SetSessions(sessionLog{st}, agentsMgr)
-	memTools := memoryTools(plane.Config(), st, log.With(logs.KeySystem, "memory"))
+	memTools := memoryTools(st, mem)
 	agentsMgr.HostTools = memTools.HostTools()
 	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
