@@ -34,9 +34,13 @@ const (
 // logs from revision 1. At most one attempt runs at a time, and attempts
 // are at least gap apart.
 type schemaRepair struct {
-	st       *store.Store
-	agents   []string
-	dims     int
+	st     *store.Store
+	agents []string
+	dims   int
+	// targets, when set, gives the agents and dimensions of the running
+	// config at each check instead: an agent added to it (a config
+	// applied while choird runs) gets its schema within a probe interval.
+	targets  func() ([]string, int)
 	sessions interface {
 		RecordRunning(ctx context.Context) (int, error)
 	}
@@ -56,7 +60,8 @@ type schemaRepair struct {
 // table is there or a repair just made them, else why not (the probe shows
 // choird degraded with it).
 func (r *schemaRepair) check(ctx context.Context) error {
-	missing, err := r.st.MissingTables(ctx, r.agents)
+	r.refresh()
+	missing, err := r.st.MissingTables(ctx, r.currentAgents())
 	if err != nil {
 		return err
 	}
@@ -84,7 +89,8 @@ func (r *schemaRepair) kick() {
 		defer r.release()
 		ctx, cancel := context.WithTimeout(r.base, repairTimeout)
 		defer cancel()
-		missing, err := r.st.MissingTables(ctx, r.agents)
+		r.refresh()
+		missing, err := r.st.MissingTables(ctx, r.currentAgents())
 		if err != nil {
 			r.log.Warn("cannot check choird's tables after a failed heartbeat", "error", err.Error())
 			return
@@ -97,9 +103,10 @@ func (r *schemaRepair) kick() {
 // sessions the store lacks.
 func (r *schemaRepair) repair(ctx context.Context, missing []string) error {
 	if len(missing) > 0 {
-		r.log.Warn("Postgres lacks choird's tables: creating them again (the database was replaced or restored without them)",
-			"missing", strings.Join(missing, ", "), "agents", strings.Join(r.agents, ", "))
-		if err := r.st.Bootstrap(ctx, r.agents, r.dims); err != nil {
+		agents, dims := r.current()
+		r.log.Warn("Postgres lacks choird's tables: creating them (a new agent, or a database replaced or restored without them)",
+			"missing", strings.Join(missing, ", "), "agents", strings.Join(agents, ", "))
+		if err := r.st.Bootstrap(ctx, agents, dims); err != nil {
 			r.log.Error("recreating choird's tables failed", "error", err.Error())
 			return fmt.Errorf("Postgres lacks choird's tables %s and creating them again failed: %w; choird tries again in %s",
 				strings.Join(missing, ", "), err, r.interval())
@@ -154,4 +161,28 @@ func (s *repairingStore) Replicate(ctx context.Context, sessionID string, b life
 		s.repair.kick()
 	}
 	return got, err
+}
+
+// refresh takes the running config's agents and dimensions, when targets
+// is set.
+func (r *schemaRepair) refresh() {
+	if r.targets == nil {
+		return
+	}
+	agents, dims := r.targets()
+	r.mu.Lock()
+	r.agents, r.dims = agents, dims
+	r.mu.Unlock()
+}
+
+// current is the agents and dimensions a repair bootstraps.
+func (r *schemaRepair) current() ([]string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.agents, r.dims
+}
+
+func (r *schemaRepair) currentAgents() []string {
+	agents, _ := r.current()
+	return agents
 }

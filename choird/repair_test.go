@@ -198,3 +198,25 @@ func TestRepairIsRateLimited(t *testing.T) {
 		t.Errorf("after failed heartbeats within the gap MissingTables = %q, %v; want the tables still missing (no repair)", missing, err)
 	}
 }
+
+// An agent the running config gains while choird runs (a config applied)
+// gets its schema and role at the next probe, with the running config's
+// dimensions; the agents choird had keep theirs.
+func TestProbeBootstrapsAnAgentAddedToTheConfig(t *testing.T) {
+	st, rep, _, _, _, ctx := repairFixture(t)
+	agents := []string{"alpha"}
+	rep.targets = func() ([]string, int) { return agents, 3 }
+	if err := rep.check(ctx); err != nil {
+		t.Fatalf("check with nothing new = %v", err)
+	}
+	agents = []string{"alpha", "gamma"}
+	if missing, _ := st.MissingTables(ctx, agents); len(missing) == 0 {
+		t.Fatal("gamma's tables exist before the probe")
+	}
+	if err := rep.check(ctx); err != nil {
+		t.Fatalf("the probe after gamma was added = %v; want its schema made", err)
+	}
+	if missing, err := st.MissingTables(ctx, agents); err != nil || len(missing) != 0 {
+		t.Errorf("after the probe MissingTables = %q, %v; want gamma's tables made", missing, err)
+	}
+}

@@ -71,7 +71,8 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 		return nil, nil, err
 	}
 	ids, dims := bootstrapTargets(plane.Config())
-	repair := &schemaRepair{st: st, agents: ids, dims: dims, log: log.With(logs.KeySystem, "store"), base: ctx}
+	repair := &schemaRepair{st: st, agents: ids, dims: dims, log: log.With(logs.KeySystem, "store"), base: ctx,
+		targets: func() ([]string, int) { return bootstrapTargets(plane.Config()) }}
 	m := &lifecycle.Manager{
 		Docker: dc, Store: &repairingStore{Store: sessionStore{st}, repair: repair}, Leases: lease.NewTable(), Logs: lm, Home: home,
 		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current, Instance: instanceID(home),
