@@ -203,13 +203,20 @@ func (s *Session) Run(ctx context.Context) error {
 	if ferr := <-followErr; ferr != nil && !errors.Is(ferr, context.Canceled) {
 		s.log.Warn("push channel ended", "error", ferr.Error())
 	}
-	// The lanes reach a safe point, the session summary is made, then a
-	// final heartbeat flushes every committed event with it, then goodbye,
+	// The lanes reach a safe point, their events are sent, the session
+	// summary is made, then a final heartbeat flushes the rest with it,
+	// then goodbye,
 	// each on a bounded context of its own.
 	byeCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if s.Hooks.Stopping != nil {
 		s.Hooks.Stopping(byeCtx)
+	}
+	// What the lanes committed goes to choird before the summary call,
+	// which may take session_summary_timeout_ms: an agent killed during it
+	// then loses nothing but the summary.
+	if _, rerr := s.replicate(byeCtx); rerr != nil {
+		s.log.Warn("heartbeat before the session summary failed; the final heartbeat sends the events", "error", rerr.Error())
 	}
 	summary := s.summarize(ctx, err) // bounded by its own timeout
 	byeCtx, cancel = context.WithTimeout(context.Background(), 30*time.Second)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"choir/internal/chain"
 	"choir/internal/rpc"
 	"choir/testkit"
 )
@@ -159,5 +160,65 @@ func TestRefusedSummaryDoesNotHoldTheEventsBack(t *testing.T) {
 	n := len(c.beats)
 	if n < 2 || len(c.beats[n-2].Summary) == 0 || len(c.beats[n-1].Summary) != 0 || !c.beats[n-1].Final {
 		t.Errorf("heartbeats: %d; want the final one with the summary refused, then sent again without it", n)
+	}
+}
+
+// The events the lanes committed reach choird before the session summary
+// is asked for, which may take session_summary_timeout_ms: an agent killed
+// while the summary is made loses only the summary.
+func TestEventsGoBeforeTheSummary(t *testing.T) {
+	cd := &choird{latest: 1, changed: make(chan struct{}, 1)}
+	log := slog.New(slog.DiscardHandler)
+	srv, cp := serveChoird(t, cd, "a-1", log)
+	s := New(cp, Identity{AgentID: "a-1", SessionID: "s-1"}, rpc.ImageInfo{}, time.Hour, log)
+	var mu sync.Mutex
+	var evs []rpc.Event
+	commit := func(n int) { // n events, chained
+		mu.Lock()
+		defer mu.Unlock()
+		for range n {
+			e := rpc.Event{Rev: int64(len(evs) + 1), Type: "UserMsg", Lane: "edge", Payload: json.RawMessage(`{"text":"x"}`), Time: time.Now().UTC()}
+			prev := ""
+			if len(evs) > 0 {
+				prev = evs[len(evs)-1].Hash
+			}
+			e.Hash, _ = chain.Hash(prev, chain.Event(e))
+			evs = append(evs, e)
+		}
+	}
+	s.Hooks.Events = func(after int64, max int) []rpc.Event {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]rpc.Event(nil), evs[after:min(int64(len(evs)), after+int64(max))]...)
+	}
+	s.Hooks.Head = func() int64 { mu.Lock(); defer mu.Unlock(); return int64(len(evs)) }
+	s.Hooks.HashAt = func(rev int64) string {
+		mu.Lock()
+		defer mu.Unlock()
+		if rev == 0 {
+			return ""
+		}
+		return evs[rev-1].Hash
+	}
+	s.Hooks.Stopping = func(context.Context) { commit(3) } // the lanes' last events
+	stored := -1
+	s.Hooks.Summary = func(context.Context) json.RawMessage {
+		cd.mu.Lock()
+		defer cd.mu.Unlock()
+		stored = 0
+		for _, hb := range cd.heartbeats {
+			stored = max(stored, int(hb.NewRev))
+		}
+		return nil
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.Run(context.Background()) }()
+	cd.waitFor(t, "the session to open", func() bool { return cd.count(rpc.VerbFetchDynamicConfig) >= 1 })
+	srv.Publish("s-1", rpc.EventShutdown, map[string]string{"reason": "agent stop"})
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if stored != 3 {
+		t.Errorf("when the summary was asked for, choird had events through %d; want all 3 the lanes committed", stored)
 	}
 }
