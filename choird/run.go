@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"choir/choird/build"
@@ -46,20 +47,28 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer lm.Close()
 	lm.StartPruning() // logs/archive/ pruned daily, within the limits SetConfig installs
-	lm.ChoirdFile().Mirror(stderr)
+	lm.ChoirdFile().Mirror(journalMirror(stderr, os.Getenv("JOURNAL_STREAM")))
 	log := lm.Choird()
 	plane := control.New(home, lm)
 	log.Info("choird starting", "pid", os.Getpid(), "home", home.Dir)
+	// Under systemd (Type=notify): STATUS lines while starting, READY once
+	// the admin socket serves, STOPPING when the stop begins, and the
+	// watchdog fed for choird's whole life, stop included.
+	svc := startService(log)
+	defer svc.stop()
+	svc.status("reading the configuration")
 
 	if err := loadConfig(home, plane); err != nil {
 		log.Error("choird cannot start: invalid configuration", logs.KeyError, err.Error())
 		return fmt.Errorf("invalid configuration (see `choird --check`):\n%s", indentProblems(err))
 	}
+	svc.status("connecting to Postgres")
 	st, err := openStore(ctx, plane)
 	if err != nil {
 		return fmt.Errorf("cannot start without Postgres: %w", err)
 	}
 	defer st.Close()
+	svc.status("reconciling agent containers with the Docker engine")
 	agentsMgr, dc, err := startLifecycle(ctx, plane, st, lm, home, log)
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
@@ -74,7 +83,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.SessionClosed = mem.SessionEnded
 	rpcServer := rpc.NewServer(agentsMgr.Handler(), rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
-	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin)}
+	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
+	agentsMgr.Images = imageStore{st}
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
@@ -87,6 +97,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		c := plane.Config().Config
 		return c.Gateways[c.DMs[dm].Gateway].Type == config.GatewayConsole
 	}
+	svc.status("starting the gateway")
 	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, log)
 	if err != nil {
 		return fmt.Errorf("cannot start the gateway: %w", err)
@@ -140,6 +151,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	ready := plane.Status()
 	log.Info("choird ready", "config_version", ready.ConfigVersion, "config_hash", ready.ConfigHash, "resources", ready.Resources)
+	svc.ready()
+	svc.status("ready: config version %d, admin socket %s", ready.ConfigVersion, home.AdminSocket())
 	// The sessions this start found interrupted: their DMs are told, and
 	// the restart policy starts their agents again (resuming them).
 	go agentsMgr.AfterStart(monitorCtx)
@@ -151,6 +164,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	case err = <-errc:
 		log.Error("choird stopping: a listener failed", logs.KeyError, err.Error())
 	}
+	svc.stopping()
+	svc.status("stopping: ending the agents' sessions")
 	// Agents stop first, while they can still reach choird to say goodbye;
 	// before them, the restart policy's pending restarts, so none starts
 	// an agent again meanwhile.
@@ -212,18 +227,27 @@ func listenAgents(home config.Home, o options) (net.Listener, string, error) {
 	return nil, filepath.Join(home.AgentSocketDir(), "<agent-id>", lifecycle.SocketName), nil
 }
 
-// stopAgents stops every running agent gracefully when choird stops.
+// stopAgents stops every running agent gracefully when choird stops, all
+// at once, so the stop takes as long as the slowest agent (at most
+// agentStopTimeout for its summary, then its container's removal), not
+// their sum: choird.service's TimeoutStopSec relies on that bound.
 func stopAgents(m *lifecycle.Manager, log *slog.Logger) {
+	var wg sync.WaitGroup
 	for _, st := range m.List() {
 		if st.State == "stopped" {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), agentStopTimeout)
-		if err := m.Stop(ctx, st.AgentID); err != nil {
-			log.Warn("stop agent at shutdown", "agent_id", st.AgentID, logs.KeyError, err.Error())
-		}
-		cancel()
+		wg.Add(1)
+		go func(id string) {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), agentStopTimeout)
+			defer cancel()
+			if err := m.Stop(ctx, id); err != nil {
+				log.Warn("stop agent at shutdown", "agent_id", id, logs.KeyError, err.Error())
+			}
+		}(st.AgentID)
 	}
+	wg.Wait()
 }
 
 // agentBinary is the choir-agent that builds bake into base images: the
