@@ -382,9 +382,9 @@ func (s *Store) SetMemoryVector(ctx context.Context, agentID, docID string, vec 
 }
 
 // SessionChunked says whether the agent's memory holds chunks of the
-// session, so the session-close pipeline skips a session it already
-// chunked (AddMemory stores a session's chunks in one transaction: all or
-// none).
+// session, so the session-close pipeline can skip a session it already
+// chunked (each AddMemory call is one transaction: all its chunks or
+// none; ChunkedThrough says how far).
 func (s *Store) SessionChunked(ctx context.Context, agentID, sessionID string) (bool, error) {
 	var ok bool
 	err := s.agentWrite(ctx, agentID, func(tx pgx.Tx, n names) error {

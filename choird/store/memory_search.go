@@ -41,10 +41,10 @@ const (
 	MaxQueryBytes      = 4096
 	// DefaultEfSearch is hnsw.ef_search for semantic and hybrid searches:
 	// the size of the HNSW candidate list (pgvector's default is 40).
-	// BenchmarkMemory measures the recall it buys: on its hard corpus of
-	// 10,000 chunks, recall@10 0.48 at 40, 0.71 at 100, 0.88 at 200, 0.97
-	// at 400, for ~5 ms more a query than at 100 on PGlite; a memory
-	// query is a tool call waiting on a model, so recall wins.
+	// BenchmarkMemory measures the recall it buys (DESIGN.md has the
+	// figures): on near-random vectors, 10,000 chunks, recall@10 0.47 at
+	// 40, 0.70 at 100, 0.97 at 400, for a few ms more a query on PGlite;
+	// a memory query is a tool call waiting on a model, so recall wins.
 	DefaultEfSearch = 400
 	MaxEfSearch     = 1000 // pgvector's limit
 	// RRFK is the k of reciprocal rank fusion: a document's hybrid score

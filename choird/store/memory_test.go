@@ -521,3 +521,42 @@ func upsertErr(ctx context.Context, s *Store, agent string, d KnowledgeDoc) erro
 	_, _, err := s.UpsertKnowledge(ctx, agent, d)
 	return err
 }
+
+// Reciprocal rank fusion with k = 60: a document third in both lists
+// (2/63) outranks one first in only one (1/61); equal scores go to the
+// better best rank, then to the id.
+func TestFuse(t *testing.T) {
+	h := func(ids ...string) []Hit {
+		var out []Hit
+		for _, id := range ids {
+			out = append(out, Hit{DocumentID: id, Score: 99})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		lists [][]Hit
+		limit int
+		want  string
+	}{
+		{"both beats one", [][]Hit{h("a", "x", "both"), h("b", "y", "both")}, 10, "both a b x y"},
+		{"ties by best rank then id", [][]Hit{h("p", "q"), h("r", "s")}, 10, "p r q s"},
+		{"one list keeps its order", [][]Hit{h("c", "a", "b")}, 10, "c a b"},
+		{"limit", [][]Hit{h("a", "b", "c"), h("c", "b", "a")}, 2, "a c"},
+		{"nothing", nil, 10, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := fuse(tc.lists, tc.limit)
+			var ids []string
+			for _, g := range got {
+				ids = append(ids, g.DocumentID)
+			}
+			if strings.Join(ids, " ") != tc.want {
+				t.Errorf("fuse(%s) = %q; want %q", tc.name, strings.Join(ids, " "), tc.want)
+			}
+			if len(got) > 0 && tc.name == "both beats one" && got[0].Score != 2.0/63 {
+				t.Errorf("fuse score of a document third in two lists = %v; want 2/63", got[0].Score)
+			}
+		})
+	}
+}
