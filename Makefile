@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS_BUILD := -trimpath
 
-.PHONY: all build demo test check bench fmt vet clean
+.PHONY: all build install demo test check bench fmt vet clean
 
 all: build
 
@@ -14,6 +14,19 @@ build:
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choird ./choird
 	$(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choirctl ./choirctl
 	CGO_ENABLED=0 $(GO) build $(GOFLAGS_BUILD) -o $(BIN)/choir-agent ./agent
+
+## install: the three binaries to $(DESTDIR)$(PREFIX)/bin and choird.service
+## to $(DESTDIR)$(PREFIX)/lib/systemd/system (a directory systemd reads for
+## PREFIX=/usr/local and PREFIX=/usr), its ExecStart naming $(PREFIX)/bin/choird
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BINDIR  := $(PREFIX)/bin
+UNITDIR := $(PREFIX)/lib/systemd/system
+install: build
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(UNITDIR)
+	install -m 0755 $(BIN)/choird $(BIN)/choirctl $(BIN)/choir-agent $(DESTDIR)$(BINDIR)/
+	sed 's|/usr/local/bin/choird|$(BINDIR)/choird|' choird/systemd/choird.service > $(DESTDIR)$(UNITDIR)/choird.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/choird.service
 
 ## demo: the main job on embedded defaults: a whole agent, in a throwaway home
 demo: build

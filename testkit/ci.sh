@@ -16,8 +16,10 @@ say() { printf '\n== %s\n' "$*"; }
 
 # Debian packages the suite uses: git for repos, docker.io and busybox-static
 # for the engine and test images, curl for the engine script, ripgrep for
-# choir.fs.search, nodejs/npm for PGlite.
-packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap"
+# choir.fs.search, nodejs/npm for PGlite, systemd for `systemd-analyze
+# verify` of choird.service (already in this machine kind's image: listed so
+# a machine without it fails to install rather than skips).
+packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap systemd"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
