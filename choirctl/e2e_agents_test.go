@@ -121,7 +121,7 @@ func TestAgentsThroughChoirctl(t *testing.T) {
 	if !strings.Contains(out, "remove orphaned containers               ok: 1 removed") || !strings.Contains(out, "1 stale sessions marked crashed") {
 		t.Errorf("status after a restart over a running agent:\n%s", out)
 	}
-	cs, _ := dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=agent-1"}}})
+	cs, _ := dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=agent-1", instanceLabel(home)}}})
 	if len(cs) != 0 {
 		t.Errorf("%d agent containers left after choird restarted; want the orphan removed", len(cs))
 	}
@@ -162,7 +162,7 @@ func fakeTelegram(t *testing.T) string {
 func approvalRoundTrip(t *testing.T, home string, dc *docker.Client) {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.agent=agent-1"}}})
+	cs, err := dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.agent=agent-1", instanceLabel(home)}}})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("agent-1's container: %v (%d found)", err, len(cs))
 	}

@@ -232,7 +232,7 @@ func (rig *boundaryRig) agentLogTail(agent string) string {
 func (rig *boundaryRig) container(t *testing.T, agent string) docker.Container {
 	t.Helper()
 	ctx := context.Background()
-	cs, err := rig.dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.agent=" + agent}}})
+	cs, err := rig.dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.agent=" + agent, instanceLabel(rig.home)}}})
 	if err != nil || len(cs) != 1 {
 		t.Fatalf("%s's container: %v (%d found)", agent, err, len(cs))
 	}

@@ -343,7 +343,7 @@ func stopLeavingNothing(t *testing.T, rig *boundaryRig, agent string) {
 	if out, stderr, code := ctlRun(t, rig.home, "", "agent", "stop", agent); code != 0 {
 		t.Fatalf("the final agent stop = %d %q %q", code, out, stderr)
 	}
-	cs, err := rig.dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=" + agent}}})
+	cs, err := rig.dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.agent=" + agent, instanceLabel(rig.home)}}})
 	if err != nil {
 		t.Fatal(err)
 	}

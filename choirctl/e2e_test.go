@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net"
@@ -426,4 +428,13 @@ func closedPort(t *testing.T) int {
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	return port
+}
+
+// instanceLabel is the label choird gives its containers for the home it
+// runs on (choird's instanceID: the first 6 bytes of the SHA-256 of the
+// home directory, in hex), so a test finds its own choird's containers
+// and no other's on a shared engine.
+func instanceLabel(home string) string {
+	sum := sha256.Sum256([]byte(home))
+	return "choir.instance=" + hex.EncodeToString(sum[:6])
 }
