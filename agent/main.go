@@ -28,6 +28,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -36,6 +37,7 @@ import (
 	"choir/agent/redact"
 	"choir/agent/sandbox"
 	"choir/agent/session"
+	"choir/internal/manifest"
 	"choir/internal/rpc"
 )
 
@@ -122,6 +124,15 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	}
 	version, err := rpc.ReadImageInfo(o.versionFile)
 	if err != nil {
+		return err
+	}
+	// INIT_HELLO reports the manifests this image really holds, hashed as
+	// the build hashes them, so that choird refuses an image altered after
+	// its build (§15.1) whatever its version.json says.
+	if version.ToolManifestHash, err = manifest.Dirs(filepath.Join(o.choirDir, "tools", "global"), filepath.Join(o.choirDir, "tools", "agent")); err != nil {
+		return err
+	}
+	if version.SkillManifestHash, err = manifest.Dirs(filepath.Join(o.choirDir, "skills")); err != nil {
 		return err
 	}
 	// Before any tool can run: the token leaves the environment (tools get

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"choir/choird/build"
 	"choir/choird/control"
 	"choir/choird/lifecycle"
 	"choir/choird/store"
@@ -164,4 +165,44 @@ func (a sessionLog) Events(ctx context.Context, sessionID string, after int64) (
 		out[i] = ctl.SessionEvent{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
 	}
 	return out, nil
+}
+
+// imageStore presents the store's image records to the build (which writes
+// them) and to the lifecycle (which checks INIT_HELLO against them).
+type imageStore struct{ s *store.Store }
+
+var (
+	_ build.Records          = imageStore{}
+	_ lifecycle.ImageRecords = imageStore{}
+)
+
+func (a imageStore) RecordImage(ctx context.Context, r build.Record) error {
+	return a.s.RecordImage(ctx, store.ImageRecord{ImageID: r.ImageID, Tag: r.Tag, AgentID: r.AgentID, Version: r.Version.JSON(), Config: r.Config})
+}
+
+func (a imageStore) RecordedImageID(ctx context.Context, tag string) (string, error) {
+	r, err := a.s.ImageByTag(ctx, tag)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: %v", build.ErrNoRecord, err)
+	}
+	return r.ImageID, err
+}
+
+func (a imageStore) AgentHasImages(ctx context.Context, agentID string) (bool, error) {
+	return a.s.AgentHasImages(ctx, agentID)
+}
+
+func (a imageStore) ImageRecord(ctx context.Context, tag string) (lifecycle.ImageRecord, error) {
+	r, err := a.s.ImageByTag(ctx, tag)
+	if errors.Is(err, store.ErrNotFound) {
+		return lifecycle.ImageRecord{}, fmt.Errorf("%w: %v", lifecycle.ErrNoImageRecord, err)
+	}
+	if err != nil {
+		return lifecycle.ImageRecord{}, err
+	}
+	var v rpc.ImageInfo
+	if err := json.Unmarshal(r.Version, &v); err != nil {
+		return lifecycle.ImageRecord{}, fmt.Errorf("the build record of %s: %w", tag, err)
+	}
+	return lifecycle.ImageRecord{ImageID: r.ImageID, Version: v}, nil
 }

@@ -235,6 +235,7 @@ func (s *Session) Run(ctx context.Context) error {
 func (s *Session) open(ctx context.Context) error {
 	hello, err := s.cp.InitHello(ctx, rpc.InitHelloReq{
 		AgentID: s.id.AgentID, SessionID: s.id.SessionID, ImageVersion: s.version.ImageVersion,
+		GlobalRepoCommit: s.version.GlobalRepoCommit, AgentRepoCommit: s.version.AgentRepoCommit,
 		ToolManifestHash: s.version.ToolManifestHash, SkillManifestHash: s.version.SkillManifestHash,
 	})
 	if err != nil {

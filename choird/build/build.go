@@ -37,6 +37,7 @@ type Builder struct {
 	Docker      *docker.Client
 	Home        config.Home // the clones live under Home.ReposDir()
 	AgentBinary string      // path of the static choir-agent baked into base images
+	Records     Records     // where each build is recorded; nil records nothing
 }
 
 // Result is a finished build.
@@ -153,15 +154,24 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	tree.Entries = append(tree.Entries, Entry{Path: "version.json", Mode: 0o644, Body: res.Version.JSON()})
 
 	img, err := b.Docker.ImageInspect(ctx, res.Image)
+	reuse := err == nil
+	if reuse {
+		if reuse, err = b.reusable(ctx, res.Image, img.ID, say); err != nil {
+			return nil, err
+		}
+	}
 	switch {
-	case err == nil:
+	case reuse:
 		res.ImageID = img.ID
 		say("agent image %s exists (built from the same commits and binary); not rebuilt", res.Image)
+		if err := b.record(ctx, res, agent); err != nil {
+			return nil, err
+		}
 		if err := b.markCurrent(ctx, res, say); err != nil {
 			return nil, err
 		}
 		return res, nil
-	case !docker.IsNotFound(err):
+	case err != nil && !docker.IsNotFound(err):
 		return nil, b.engineError(err)
 	}
 	if res.BaseBuilt, err = b.ensureBase(ctx, res, gsrc, say); err != nil {
@@ -173,6 +183,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	}
 	res.AgentBuilt = true
 	say("built %s", res.Image)
+	if err := b.record(ctx, res, agent); err != nil {
+		return nil, err
+	}
 	if err := b.markCurrent(ctx, res, say); err != nil {
 		return nil, err
 	}

@@ -28,8 +28,11 @@
 //     binary's hash and the generated Dockerfile. The manifest hashes are
 //     SHA-256 over each manifest's canonical JSON in name order, each
 //     followed by a newline; for tools this equals choir-agent's
-//     Registry.ManifestHash. An existing agent image of that name is used
-//     as it is: same inputs, same image.
+//     Registry.ManifestHash and internal/manifest.Dirs. An existing agent
+//     image of that name is used as it is (same inputs, same image) when
+//     Records holds it with the same image id; otherwise it is built again.
+//     Every result is recorded in Records, which INIT_HELLO is checked
+//     against.
 //  5. Build the base image if its tag is missing, from the global repo
 //     (Dockerfile.base, with one LABEL line appended) plus the binary as
 //     choir-agent at the context root; tag it choir-base:latest too.

@@ -1,12 +1,12 @@
 package build
 
 import (
-	"bytes"
-	"choir/internal/rpc"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
+
+	"choir/internal/manifest"
+	"choir/internal/rpc"
 )
 
 // Version is /choir/version.json (design §15.1), whose type the agent
@@ -28,30 +28,11 @@ func imageVersion(globalCommit, agentCommit, toolHash, skillHash, binarySHA256 s
 	return hex.EncodeToString(h.Sum(nil))[:ImageVersionLen]
 }
 
-// manifestHash is the hex SHA-256 over canonical manifests in name order,
-// each followed by a newline. For tools it is what choir-agent's tool
-// registry reports as its ManifestHash, so the two can be compared; each
-// manifest carries its own name, so the hash covers (name, content) pairs.
-func manifestHash(canon [][]byte) string {
-	h := sha256.New()
-	for _, c := range canon {
-		h.Write(c)
-		h.Write([]byte{'\n'})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
+// manifestHash is manifest.Hash: for tools it is what choir-agent reports
+// at INIT_HELLO from the files it finds under /choir/tools (manifest.Dirs),
+// so the two can be compared.
+func manifestHash(canon [][]byte) string { return manifest.Hash(canon) }
 
-// canonical is a manifest's content without its formatting: compact JSON
-// with object members sorted, numbers as written.
-func canonical(data []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
-		return nil, fmt.Errorf("not JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("more than one JSON value")
-	}
-	return json.Marshal(tree)
-}
+// canonical is manifest.Canonical: compact JSON with object members
+// sorted, numbers as written.
+func canonical(data []byte) ([]byte, error) { return manifest.Canonical(data) }

@@ -45,9 +45,9 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 	if req.AgentID != r.AgentID || req.SessionID != r.SessionID {
 		return rpc.InitHelloResp{}, rpc.Forbidden("INIT_HELLO for agent %q session %q does not match this session (agent %q)", req.AgentID, req.SessionID, r.AgentID)
 	}
-	if req.ImageVersion != r.ImageVersion {
-		return rpc.InitHelloResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeFailedPrecondition,
-			"image version %q does not match the image choird started (%s): the image changed under the agent; rebuild with `choirctl agent build %s`", req.ImageVersion, r.Image, r.AgentID)
+	if err := m.checkImage(ctx, r, req); err != nil {
+		m.refuseImage(r, err)
+		return rpc.InitHelloResp{}, err
 	}
 	_, version := m.Config()
 	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version}
@@ -68,6 +68,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 	r.mu.Unlock()
 	if first {
 		close(r.ready)
+		m.imageAccepted(r.AgentID)
 		m.logf(r, "agent said hello", "image_version", req.ImageVersion, "status", resp.Status)
 	}
 	return resp, nil

@@ -133,6 +133,7 @@ type Run struct {
 	configVersion int64
 	lanes         map[string]rpc.StatusReq
 	terminating   string // TERMINATE_SELF's reason
+	refused       string // why INIT_HELLO was refused (checkImage)
 	approvals     int    // REQUEST_APPROVALs so far (at most MaxApprovalsPerSession)
 	repl          replication
 
@@ -185,6 +186,11 @@ type Manager struct {
 	// session ends (stopped or crashed), once its end is recorded: the
 	// memory pipeline chunks it (choird/memory). Nil means nobody.
 	SessionClosed func(agentID, sessionID, status string)
+	// Images is the build's record of the images it made; INIT_HELLO is
+	// checked against it (checkImage). Nil compares the version only.
+	Images ImageRecords
+
+	imageRefused map[string]string // agent → why its last INIT_HELLO was refused
 
 	restarts  restarter
 	mu        sync.Mutex
@@ -245,7 +251,7 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 		if m.isEnding(agentID) {
 			state = StateStopping // its leases are not free yet: a start would be refused
 		}
-		return ctl.AgentStatus{AgentID: agentID, State: state, Restart: m.restartStatus(agentID, nil), Degraded: m.health()}, nil
+		return ctl.AgentStatus{AgentID: agentID, State: state, Restart: m.restartStatus(agentID, nil), Degraded: append(m.lastImageRefusal(agentID), m.health()...)}, nil
 	}
 	b := r.bindings()
 	restart := m.restartStatus(agentID, r)

@@ -121,6 +121,10 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 	case <-r.ready:
 		return m.Status(agentID)
 	case <-r.exited:
+		if why := r.refusal(); why != "" {
+			m.end(r, StatusStopped, "INIT_HELLO refused: "+why)
+			return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: %s", agentID, why)
+		}
 		tail := m.logTail(r.ContainerID)
 		m.end(r, StatusCrashed, fmt.Sprintf("container exited with code %d before INIT_HELLO", r.exitCode))
 		return ctl.AgentStatus{}, fmt.Errorf("%s exited with code %d before it said hello%s", agentID, r.exitCode, tail)

@@ -113,6 +113,19 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.pending_approvals (
 );
 CREATE INDEX IF NOT EXISTS pending_approvals_open
     ON {{.Control}}.pending_approvals (created_at) WHERE status = 'pending';
+
+-- agent_images: the version.json of every agent image choird built (or
+-- reused), keyed by the engine's image id and the tag; INIT_HELLO compares
+-- the agent's report with the row of the tag the container started from.
+CREATE TABLE IF NOT EXISTS {{.Control}}.agent_images (
+    image_id    text NOT NULL,
+    tag         text NOT NULL,
+    agent_id    text NOT NULL,
+    version     jsonb NOT NULL,
+    recorded_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (image_id, tag)
+);
+CREATE INDEX IF NOT EXISTS agent_images_tag ON {{.Control}}.agent_images (tag, recorded_at DESC);
 {{end}}
 
 {{define "agent"}}

@@ -100,6 +100,7 @@ func ids(fields ...string) error {
 
 func (r InitHelloReq) check() error {
 	return ids("agent_id", r.AgentID, "session_id", r.SessionID, "image_version", r.ImageVersion,
+		"global_repo_commit", r.GlobalRepoCommit, "agent_repo_commit", r.AgentRepoCommit,
 		"tool_manifest_hash", r.ToolManifestHash, "skill_manifest_hash", r.SkillManifestHash)
 }
 

@@ -77,6 +77,8 @@ func TestRequestBounds(t *testing.T) {
 		{"agent_id", VerbInitHello, InitHelloReq{AgentID: id}, InitHelloReq{AgentID: id1}, "agent_id is 129 bytes; the limit is 128 bytes"},
 		{"session_id", VerbInitHello, InitHelloReq{SessionID: id}, InitHelloReq{SessionID: id1}, "session_id is 129 bytes"},
 		{"image_version", VerbInitHello, InitHelloReq{ImageVersion: id}, InitHelloReq{ImageVersion: id1}, "image_version is 129 bytes"},
+		{"global_repo_commit", VerbInitHello, InitHelloReq{GlobalRepoCommit: id}, InitHelloReq{GlobalRepoCommit: id1}, "global_repo_commit is 129"},
+		{"agent_repo_commit", VerbInitHello, InitHelloReq{AgentRepoCommit: id}, InitHelloReq{AgentRepoCommit: id1}, "agent_repo_commit is 129"},
 		{"tool_manifest_hash", VerbInitHello, InitHelloReq{ToolManifestHash: id}, InitHelloReq{ToolManifestHash: id1}, "tool_manifest_hash is 129"},
 		{"skill_manifest_hash", VerbInitHello, InitHelloReq{SkillManifestHash: id}, InitHelloReq{SkillManifestHash: id1}, "skill_manifest_hash is 129"},
 		{"resources (count)", VerbGetSecrets, SecretReq{Resources: names(MaxSecretNames, 3)}, SecretReq{Resources: names(MaxSecretNames+1, 3)}, "resources is 65 names; the limit is 64 names"},

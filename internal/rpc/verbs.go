@@ -67,9 +67,14 @@ type Event struct {
 
 // InitHelloReq opens a session: the agent says who it is and what image it runs.
 type InitHelloReq struct {
-	AgentID           string `json:"agent_id"`
-	SessionID         string `json:"session_id"`
-	ImageVersion      string `json:"image_version"`
+	AgentID      string `json:"agent_id"`
+	SessionID    string `json:"session_id"`
+	ImageVersion string `json:"image_version"`
+	// The commits version.json names; the manifest hashes are computed
+	// from the files the agent finds under /choir/tools and /choir/skills
+	// (internal/manifest), not copied from version.json.
+	GlobalRepoCommit  string `json:"global_repo_commit,omitempty"`
+	AgentRepoCommit   string `json:"agent_repo_commit,omitempty"`
 	ToolManifestHash  string `json:"tool_manifest_hash"`
 	SkillManifestHash string `json:"skill_manifest_hash"`
 }
