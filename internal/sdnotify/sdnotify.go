@@ -27,6 +27,9 @@ import (
 	"time"
 )
 
+// sendTimeout bounds one notification's send.
+const sendTimeout = time.Second
+
 // Notifier sends notifications to one notify socket. The zero Notifier
 // (no socket) sends nothing.
 type Notifier struct {
@@ -61,6 +64,9 @@ func (n *Notifier) Notify(state string) error {
 		return fmt.Errorf("notify systemd at %s: %w", n.addr, err)
 	}
 	defer conn.Close()
+	// A datagram to a socket whose queue is full blocks: a reader that
+	// stopped reading must not hold the daemon (its stop above all).
+	conn.SetWriteDeadline(time.Now().Add(sendTimeout))
 	if _, err := conn.Write([]byte(state)); err != nil {
 		return fmt.Errorf("notify systemd at %s: %w", n.addr, err)
 	}

