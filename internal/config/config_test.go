@@ -143,7 +143,9 @@ func TestBrokenConfigs(t *testing.T) {
 		{"budget zero", func(m map[string]any) { m["budgets"] = map[string]any{"max_core_jobs": 0} }, "budgets.max_core_jobs", "want at least 1"},
 		{"tts provider", func(m map[string]any) { obj(m, "tts", "eleven")["provider"] = "polly" }, "tts.eleven.provider", `only "elevenlabs"`},
 		{"agent core llm unknown", func(m map[string]any) { obj(m, "agents", "agent-1", "defaults")["core_llm"] = "gpt5" }, "agents.agent-1.defaults.core_llm", `no model named "gpt5"`},
-		{"mid_term_sessions not built", func(m map[string]any) { m["mid_term_sessions"] = 5 }, "mid_term_sessions", "not supported yet: mid-term memory (memory tiers 2-4) is not built, so this setting would do nothing; remove it (the default is 10)"},
+		{"mid_term_sessions zero", func(m map[string]any) { m["mid_term_sessions"] = 0 }, "mid_term_sessions", "want 1 to 1000: how many recent sessions stay in mid-term memory"},
+		{"mid_term_sessions huge", func(m map[string]any) { m["mid_term_sessions"] = 1001 }, "mid_term_sessions", "want 1 to 1000"},
+		{"session summary timeout beyond the stop", func(m map[string]any) { m["session_summary_timeout_ms"] = 600000 }, "session_summary_timeout_ms", "want 1000 to 45000 ms"},
 		{"skill retries beyond the engine's bound", func(m map[string]any) { m["budgets"] = map[string]any{"per_step_skill_retries": 101} }, "budgets.per_step_skill_retries", "want at most 100"},
 		{"log retention days negative", func(m map[string]any) { m["log_retention_days"] = -1 }, "log_retention_days", "between 0 and 36500 (0 keeps them whatever their age"},
 		{"log retention days beyond a century", func(m map[string]any) { m["log_retention_days"] = 36501 }, "log_retention_days", "between 0 and 36500"},
@@ -348,5 +350,17 @@ func TestLogRetentionZeroMeansNoLimit(t *testing.T) {
 	}
 	if c.LogRetentionDays != 30 || c.LogRetentionMB != 1024 {
 		t.Errorf("retention when omitted = %d days, %d MiB; want 30, 1024", c.LogRetentionDays, c.LogRetentionMB)
+	}
+}
+
+// mid_term_sessions works now that memory tiers 2-4 are built: any value
+// from 1 to 1000 is taken as written.
+func TestMidTermSessionsTakesAnyValueInRange(t *testing.T) {
+	for _, n := range []int{1, 5, 1000} {
+		c := Default()
+		c.MidTermSessions = n
+		if err := Validate(&c, Secrets{}); err != nil && strings.Contains(err.Error(), "mid_term_sessions") {
+			t.Errorf("mid_term_sessions %d refused: %v", n, err)
+		}
 	}
 }

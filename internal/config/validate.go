@@ -384,12 +384,15 @@ func (v *validator) tunables() {
 			"want the most MiB that logs/archive/ may hold, between 0 and %d (0 sets no size limit; the default is %d)", MaxLogRetentionMB, DefaultLogRetentionMB)
 	}
 	v.atLeast("approval_timeout_ms", t.ApprovalTimeoutMS, 1000, " ms")
-	if def := DefaultTunables().MidTermSessions; t.MidTermSessions != def {
+	if t.MidTermSessions < 1 || t.MidTermSessions > 1000 {
 		v.add("mid_term_sessions", strconv.Itoa(t.MidTermSessions),
-			"not supported yet: mid-term memory (memory tiers 2-4) is not built, so this setting would do nothing; remove it (the default is %d)", def)
+			"want 1 to 1000: how many recent sessions stay in mid-term memory before the oldest is promoted to long-term (the default is %d)", DefaultTunables().MidTermSessions)
 	}
 	v.atLeast("event_window", t.EventWindow, 1, " event")
-	v.atLeast("session_summary_timeout_ms", t.SessionSummaryTimeoutMS, 1000, " ms")
+	if t.SessionSummaryTimeoutMS < 1000 || t.SessionSummaryTimeoutMS > 45000 {
+		v.add("session_summary_timeout_ms", strconv.Itoa(t.SessionSummaryTimeoutMS),
+			"want 1000 to 45000 ms: an agent stop waits this long for the summary plus 15 s, and choird's own shutdown gives each agent 60 s (the default is %d)", DefaultTunables().SessionSummaryTimeoutMS)
+	}
 	v.atLeast("snapshot_every_revs", t.SnapshotEveryRevs, 1, " revision")
 	v.atLeast("snapshot_interval_ms", t.SnapshotIntervalMS, 1000, " ms")
 	if t.CompactionThresholdPercent < 1 || t.CompactionThresholdPercent > 100 {
