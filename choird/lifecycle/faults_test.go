@@ -206,6 +206,8 @@ func TestEngineOutageKeepsTheSession(t *testing.T) {
 
 	d.exit <- 137 // now it dies
 	waitUntil2(t, "the crash", func() bool { return store.status("s-a1") == StatusCrashed })
+	// The leases go and the DM hears after the end is recorded.
+	waitUntil2(t, "the end told", func() bool { out.mu.Lock(); defer out.mu.Unlock(); return len(out.ended) > 0 })
 	if _, held := m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "ws1"}); held {
 		t.Error("the crashed session still holds its workspace")
 	}
@@ -235,6 +237,8 @@ func TestEngineReturnsWithoutTheContainer(t *testing.T) {
 	waitUntil2(t, "the wait to fail", func() bool { d.mu.Lock(); defer d.mu.Unlock(); return d.waits >= 1 })
 	d.set(false, true)
 	waitUntil2(t, "the crash", func() bool { return store.status("s-a1") == StatusCrashed })
+	// The session's end is told after it is recorded.
+	waitUntil2(t, "the end told", func() bool { out.mu.Lock(); defer out.mu.Unlock(); return len(out.ended) > 0 })
 	out.mu.Lock()
 	defer out.mu.Unlock()
 	if len(out.ended) != 1 || !strings.Contains(out.ended[0].Reason, "container is gone") {

@@ -91,9 +91,11 @@ func TestMonitorEndsSilentSessions(t *testing.T) {
 	if got := store.status("s-chatty"); got != StatusActive {
 		t.Errorf("heartbeating session = %q; want still active", got)
 	}
-	if _, ok := m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "ws-quiet"}); ok {
-		t.Error("the crashed agent still holds its workspace")
-	}
+	// The leases go once the end is recorded.
+	waitUntil(t, "the crashed agent's workspace to be free", func() bool {
+		_, ok := m.Leases.Holder(lease.Resource{Kind: lease.Workspace, Name: "ws-quiet"})
+		return !ok
+	})
 	d.mu.Lock()
 	removed := append([]string(nil), d.removed...)
 	d.mu.Unlock()
