@@ -1,12 +1,10 @@
 package arbiter
 
 import (
-	"bytes"
+	"choir/testkit"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -25,44 +23,11 @@ type stepClock struct {
 func (c *stepClock) now() time.Time          { return c.base.Add(time.Duration(c.off.Load())) }
 func (c *stepClock) advance(d time.Duration) { c.off.Add(int64(d)) }
 
-// logLines is a concurrency-safe buffer of JSON log lines.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// records returns the decoded lines whose msg is msg.
-func (l *logLines) records(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		if m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-// find returns the one record of msg whose call_id is id.
-func (l *logLines) find(t *testing.T, msg, id string) map[string]any {
+// find returns the one record of msg in l whose call_id is id.
+func find(t *testing.T, l *testkit.Buffer, msg, id string) map[string]any {
 	t.Helper()
 	var found map[string]any
-	for _, m := range l.records(t, msg) {
+	for _, m := range l.Records(t, msg) {
 		if m[keyCall] == id {
 			if found != nil {
 				t.Errorf("two %q records for %s", msg, id)
@@ -71,7 +36,7 @@ func (l *logLines) find(t *testing.T, msg, id string) map[string]any {
 		}
 	}
 	if found == nil {
-		t.Fatalf("no %q record for %s; log:\n%s", msg, id, l.buf.String())
+		t.Fatalf("no %q record for %s; log:\n%s", msg, id, l.String())
 	}
 	return found
 }
@@ -91,7 +56,7 @@ func resultOf(t *testing.T, h *harness, id string) ResultCommitted {
 // choird stores) and in the log, with the session and the lane (§22.1).
 func TestToolTraces(t *testing.T) {
 	clock := &stepClock{base: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	lines := &logLines{}
+	lines := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(lines, nil)).With(logs.KeySession, "sess-1")
 	running := make(chan string, 2)
 	gates := map[string]chan struct{}{"A": make(chan struct{}), "B": make(chan struct{})}
@@ -143,12 +108,12 @@ func TestToolTraces(t *testing.T) {
 			t.Errorf("ToolResultCommitted %s: duration_ms %d, lock_wait_ms %d; want %d, %d", tt.id, p.DurationMS, p.LockWaitMS, tt.duration, tt.wait)
 		}
 		for _, msg := range []string{msgProposed, msgToolResult} {
-			m := lines.find(t, msg, tt.id)
+			m := find(t, lines, msg, tt.id)
 			if m[logs.KeySession] != "sess-1" || m[logs.KeyLane] != tt.lane {
 				t.Errorf("%q record of %s: session %v, lane %v; want sess-1, %s", msg, tt.id, m[logs.KeySession], m[logs.KeyLane], tt.lane)
 			}
 		}
-		m := lines.find(t, msgToolResult, tt.id)
+		m := find(t, lines, msgToolResult, tt.id)
 		if m[keyStatus] != tt.status || m[keyDuration] != float64(tt.duration) || m[keyLockWait] != float64(tt.wait) {
 			t.Errorf("%q record of %s = %v; want status %s, duration_ms %d, lock_wait_ms %d", msgToolResult, tt.id, m, tt.status, tt.duration, tt.wait)
 		}
@@ -159,14 +124,14 @@ func TestToolTraces(t *testing.T) {
 	if refused.Status != tool.StatusError {
 		t.Errorf("R = %+v; want an error", refused)
 	}
-	b := lines.find(t, msgLocked, "B")
+	b := find(t, lines, msgLocked, "B")
 	if b[keyLockWait] != float64(250) || b[keyLocks] != float64(1) {
 		t.Errorf("%q record of B = %v; want lock_wait_ms 250, locks 1", msgLocked, b)
 	}
-	if m := lines.find(t, msgToolResult, "A"); m[keyReleased] != float64(1) {
+	if m := find(t, lines, msgToolResult, "A"); m[keyReleased] != float64(1) {
 		t.Errorf("%q record of A: locks_released %v; want 1", msgToolResult, m[keyReleased])
 	}
-	if n := len(lines.records(t, msgLocked)); n != 2 {
+	if n := len(lines.Records(t, msgLocked)); n != 2 {
 		t.Errorf("%d %q records; want 2 (the refused call holds none)", n, msgLocked)
 	}
 }

@@ -1,12 +1,10 @@
 package lane
 
 import (
-	"bytes"
+	"choir/testkit"
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,40 +15,10 @@ import (
 	"choir/testkit/openaitest"
 )
 
-// logLines collects JSON log lines, safely for concurrent writers.
-type logLines struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logLines) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// records returns the decoded lines whose msg is msg, in order.
-func (l *logLines) records(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		if m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // sessionLog is a logger like the agent's: JSON lines carrying the
 // session id (choir-agent's main adds it to every line).
-func sessionLog() (*slog.Logger, *logLines) {
-	lines := &logLines{}
+func sessionLog() (*slog.Logger, *testkit.Buffer) {
+	lines := &testkit.Buffer{}
 	return slog.New(slog.NewJSONHandler(lines, nil)).With(logs.KeySource, "ada", logs.KeySession, "s-test"), lines
 }
 
@@ -126,9 +94,9 @@ func TestLLMCallTelemetry(t *testing.T) {
 		t.Errorf("ModelOutput 2 = %+v; want the failed call's error", outs[2])
 	}
 
-	calls := lines.records(t, msgLLMCall)
+	calls := lines.Records(t, msgLLMCall)
 	if len(calls) != 3 {
-		t.Fatalf("%d %q records; want 3:\n%s", len(calls), msgLLMCall, lines.buf.String())
+		t.Fatalf("%d %q records; want 3:\n%s", len(calls), msgLLMCall, lines.String())
 	}
 	for i, want := range []struct {
 		total   float64
@@ -146,7 +114,7 @@ func TestLLMCallTelemetry(t *testing.T) {
 			t.Errorf("record %d latency_ms = %v; want at least 5", i, m[keyLatency])
 		}
 	}
-	moves := lines.records(t, "lane transition")
+	moves := lines.Records(t, "lane transition")
 	if len(moves) == 0 {
 		t.Fatal("no lane transition logged")
 	}
@@ -202,7 +170,7 @@ func TestCoreStatusCountsItsOwn(t *testing.T) {
 	e.nextReport()
 
 	var coreCalls int
-	for _, m := range lines.records(t, msgLLMCall) {
+	for _, m := range lines.Records(t, msgLLMCall) {
 		if m[logs.KeyLane] == "core:style" {
 			coreCalls++
 			if m[logs.KeySession] != "s-test" {
@@ -213,7 +181,7 @@ func TestCoreStatusCountsItsOwn(t *testing.T) {
 	if coreCalls != 2 {
 		t.Errorf("%d %q records of core:style; want 2", coreCalls, msgLLMCall)
 	}
-	for _, m := range lines.records(t, "lane transition") {
+	for _, m := range lines.Records(t, "lane transition") {
 		if l, _ := m[logs.KeyLane].(string); l != "edge" && l != "core:style" {
 			t.Errorf("lane transition record names lane %q", l)
 		}

@@ -1,6 +1,7 @@
 package lifecycle
 
 import (
+	"choir/testkit"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -38,7 +39,7 @@ func TestFinalHeartbeatStoresTheSummary(t *testing.T) {
 	m, _, ctx := handlerManager(t, 4)
 	st := &summaryStore{Store: m.Store}
 	m.Store = st
-	lines := &logBuffer{}
+	lines := &testkit.Buffer{}
 	m.Log = slog.New(slog.NewJSONHandler(lines, nil))
 	log := agentLog(6)
 	if _, err := m.HandleHeartbeat(ctx, beat(log, 1, 3)); err != nil {
@@ -54,21 +55,21 @@ func TestFinalHeartbeatStoresTheSummary(t *testing.T) {
 	if got := st.calls(); len(got) != 2 || got[0] != nil || string(got[1]) != string(doc) {
 		t.Errorf("summaries handed to the store: %q; want none, then %s", got, doc)
 	}
-	recs := lines.records(t, "final heartbeat")
+	recs := lines.Records(t, "final heartbeat")
 	if len(recs) != 1 || recs[0]["new_rev"] != 6.0 || recs[0]["acked_rev"] != 6.0 || recs[0]["summary"] != true || recs[0]["session_id"] != "s-1" {
 		t.Errorf("final heartbeat records = %v; want one, at revision 6, with a summary", recs)
 	}
 
 	// A final heartbeat without a summary (it timed out) says so.
 	m2, _, ctx2 := handlerManager(t, 4)
-	lines2 := &logBuffer{}
+	lines2 := &testkit.Buffer{}
 	m2.Log = slog.New(slog.NewJSONHandler(lines2, nil))
 	bare := beat(log, 1, 2)
 	bare.Final = true
 	if _, err := m2.HandleHeartbeat(ctx2, bare); err != nil {
 		t.Fatal(err)
 	}
-	if recs := lines2.records(t, "final heartbeat"); len(recs) != 1 || recs[0]["summary"] != false {
+	if recs := lines2.Records(t, "final heartbeat"); len(recs) != 1 || recs[0]["summary"] != false {
 		t.Errorf("final heartbeat records = %v; want one without a summary", recs)
 	}
 }

@@ -1,56 +1,22 @@
 package lifecycle
 
 import (
-	"bytes"
+	"choir/testkit"
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 
 	"choir/internal/config"
 	"choir/internal/rpc"
 )
 
-// logBuffer collects JSON log lines, safely for concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) records(t *testing.T, msg string) []map[string]any {
-	t.Helper()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
-		if line == "" {
-			continue
-		}
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("log line %q is not JSON: %v", line, err)
-		}
-		if m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
 // Each stored batch is logged once with the session, the revisions it
 // carried, the acknowledged head and the snapshot stored with it (§22.1
 // heartbeat revisions); an empty heartbeat is not.
 func TestHeartbeatStoredIsLogged(t *testing.T) {
 	m, _, ctx := handlerManager(t, 4)
-	lines := &logBuffer{}
+	lines := &testkit.Buffer{}
 	m.Log = slog.New(slog.NewJSONHandler(lines, nil))
 	log := agentLog(6)
 	if _, err := m.HandleHeartbeat(ctx, beat(log, 1, 3)); err != nil {
@@ -65,9 +31,9 @@ func TestHeartbeatStoredIsLogged(t *testing.T) {
 	if _, err := m.HandleHeartbeat(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	got := lines.records(t, "heartbeat stored")
+	got := lines.Records(t, "heartbeat stored")
 	if len(got) != 2 {
-		t.Fatalf("%d %q records; want 2 (the empty heartbeat is not logged):\n%s", len(got), "heartbeat stored", lines.buf.String())
+		t.Fatalf("%d %q records; want 2 (the empty heartbeat is not logged):\n%s", len(got), "heartbeat stored", lines.String())
 	}
 	for i, want := range []string{
 		"session=s-1 agent=a-1 from=1 to=3 events=3 acked=3 snapshot=<nil>",
