@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net"
@@ -38,11 +36,9 @@ import (
 func newFaultRig(t *testing.T) *boundaryRig {
 	t.Helper()
 	rig := newBoundaryRig(t)
-	sum := sha256.Sum256([]byte(rig.home)) // choird's instance label (startup.go)
-	instance := hex.EncodeToString(sum[:6])
 	t.Cleanup(func() {
 		ctx := context.Background()
-		cs, err := rig.dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.instance=" + instance}}})
+		cs, err := rig.dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {instanceLabel(rig.home)}}})
 		if err != nil {
 			t.Logf("list the test's containers: %v", err)
 		}
@@ -53,6 +49,29 @@ func newFaultRig(t *testing.T) *boundaryRig {
 		}
 	})
 	return rig
+}
+
+// awaitResumedTurn waits until choird's log holds the turn the test sends
+// after a resume (rig.alive's "hello after the resume"), once.
+func awaitResumedTurn(t *testing.T, rig *boundaryRig, sessionID string, report func() string) {
+	t.Helper()
+	waitUntil(t, "the resumed turn's events in choird's log", time.Minute, func() bool {
+		return countEvents(storedEvents(t, rig.home, sessionID), "UserMsg", "hello after the resume") == 1
+	}, report)
+}
+
+// endWithOneRun is how every kill test ends: the appending call was
+// requested, committed and answered once in the stored log, nothing of the
+// agent is left after its final stop, the workspace holds one run, and
+// choird stops cleanly.
+func endWithOneRun(t *testing.T, rig *boundaryRig, agent string, evs []ctl.SessionEvent, runs string) {
+	t.Helper()
+	checkCallOnce(t, evs, "runs.txt")
+	stopLeavingNothing(t, rig, agent)
+	if n := runsOf(runs); n != 1 {
+		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
+	}
+	rig.d.stop(t)
 }
 
 // modelGate keeps the model calls of one kind in flight until it is
@@ -291,19 +310,12 @@ func TestKillNineDuringAModelCall(t *testing.T) {
 		t.Errorf("runs.txt after the resumed turn holds %d runs; want 1", n)
 	}
 	rig.alive(t, agent, "the resume")
-	waitUntil(t, "the resumed turn's events in choird's log", time.Minute, func() bool {
-		return countEvents(storedEvents(t, rig.home, first.SessionID), "UserMsg", "hello after the resume") == 1
-	}, report)
+	awaitResumedTurn(t, rig, first.SessionID, report)
 	evs := verifyStored(t, rig.home, first.SessionID, before)
 	if n := countEvents(evs, "UserMsg", "runs.txt"); n != 1 {
 		t.Errorf("the user's message is stored %d times; want once", n)
 	}
-	checkCallOnce(t, evs, "runs.txt")
-	stopLeavingNothing(t, rig, agent)
-	if n := runsOf(runs); n != 1 {
-		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
-	}
-	rig.d.stop(t)
+	endWithOneRun(t, rig, agent, evs, runs)
 }
 
 // TestKillNineDuringTheSummary: `agent stop` while the model holds the
@@ -355,16 +367,9 @@ func TestKillNineDuringTheSummary(t *testing.T) {
 	gate.release()
 	rig.resume(t, agent, first.SessionID, report)
 	rig.alive(t, agent, "the resume")
-	waitUntil(t, "the resumed turn's events in choird's log", time.Minute, func() bool {
-		return countEvents(storedEvents(t, rig.home, first.SessionID), "UserMsg", "hello after the resume") == 1
-	}, report)
+	awaitResumedTurn(t, rig, first.SessionID, report)
 	evs := verifyStored(t, rig.home, first.SessionID, before)
-	checkCallOnce(t, evs, "runs.txt")
-	stopLeavingNothing(t, rig, agent)
-	if n := runsOf(runs); n != 1 {
-		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
-	}
-	rig.d.stop(t)
+	endWithOneRun(t, rig, agent, evs, runs)
 }
 
 // TestKillNineDuringCompaction: `session compact` while the model holds
@@ -413,12 +418,7 @@ func TestKillNineDuringCompaction(t *testing.T) {
 		return countEvents(storedEvents(t, rig.home, first.SessionID), "MemoryWriteCommitted", "") > countEvents(before, "MemoryWriteCommitted", "")
 	}, report)
 	evs := verifyStored(t, rig.home, first.SessionID, before)
-	checkCallOnce(t, evs, "runs.txt")
-	stopLeavingNothing(t, rig, agent)
-	if n := runsOf(runs); n != 1 {
-		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
-	}
-	rig.d.stop(t)
+	endWithOneRun(t, rig, agent, evs, runs)
 }
 
 // TestChoirdKilledWhileAnAgentWorks: choird killed with SIGKILL while the
@@ -470,16 +470,9 @@ func TestChoirdKilledWhileAnAgentWorks(t *testing.T) {
 		return ok
 	}, func() string { return "outbox:\n" + outbox.String() + report() })
 	rig.alive(t, agent, "the resume")
-	waitUntil(t, "the resumed turn's events in choird's log", time.Minute, func() bool {
-		return countEvents(storedEvents(t, rig.home, first.SessionID), "UserMsg", "hello after the resume") == 1
-	}, report)
+	awaitResumedTurn(t, rig, first.SessionID, report)
 	evs := verifyStored(t, rig.home, first.SessionID, before)
-	checkCallOnce(t, evs, "runs.txt")
-	stopLeavingNothing(t, rig, agent)
-	if n := runsOf(runs); n != 1 {
-		t.Errorf("runs.txt at the end holds %d runs; want 1", n)
-	}
-	rig.d.stop(t)
+	endWithOneRun(t, rig, agent, evs, runs)
 }
 
 // TestPostgresDownWhileTheAgentWorks: choird reaches Postgres through a
