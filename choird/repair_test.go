@@ -16,7 +16,6 @@ import (
 	"choir/choird/store"
 	"choir/internal/chain"
 	"choir/internal/rpc"
-	"choir/testkit/pgtest"
 )
 
 // runningSessions stands in for the lifecycle: it runs sessions and
@@ -81,17 +80,7 @@ func chainOf(n int) []rpc.Event {
 // 1-5, the repair over it, and the lifecycle's view of the store.
 func repairFixture(t *testing.T) (*store.Store, *schemaRepair, *repairingStore, []rpc.Event, *syncBuffer, context.Context) {
 	t.Helper()
-	db := pgtest.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	t.Cleanup(cancel)
-	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
-	if err := st.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
-		t.Fatal(err)
-	}
+	st, ctx := alphaStore(t)
 	a := sessionStore{st}
 	rec := lifecycle.SessionRecord{SessionID: "s1", AgentID: "alpha", LeaseID: "s1", Status: lifecycle.StatusActive,
 		StartedAt: time.Now(), Bindings: rpc.ResourceBindings{Workspace: "ws"}, Image: "choir-alpha:v1"}

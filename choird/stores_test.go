@@ -24,17 +24,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // stores nothing of it, then takes the real agent's events, and the
 // session's events read back verify.
 func TestReplicationThroughTheStore(t *testing.T) {
-	db := pgtest.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
-	if err := st.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
-		t.Fatal(err)
-	}
+	st, ctx := alphaStore(t)
 	if _, err := st.CreateSession(ctx, store.NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,4 +64,23 @@ func TestReplicationThroughTheStore(t *testing.T) {
 	if err := chain.Verify("", evs); err != nil {
 		t.Errorf("the stored log does not verify: %v", err)
 	}
+}
+
+// alphaStore is a store on the test database with agent alpha
+// bootstrapped (embedding dimensions 3), dropped when the test ends, and a
+// context bounding the test's work with it.
+func alphaStore(t *testing.T) (*store.Store, context.Context) {
+	t.Helper()
+	db := pgtest.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
+	if err := st.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
+		t.Fatal(err)
+	}
+	return st, ctx
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"choir/choird/store"
 	"choir/internal/chain"
 	"choir/internal/rpc"
-	"choir/testkit/pgtest"
 )
 
 // The summary a final heartbeat brings goes through the lifecycle's Store
@@ -18,17 +16,7 @@ import (
 // it back with why the session ended (what `choirctl session show`
 // prints); an unknown session is none.
 func TestSessionSummaryThroughTheStore(t *testing.T) {
-	db := pgtest.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
-	if err := st.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
-		t.Fatal(err)
-	}
+	st, ctx := alphaStore(t)
 	if _, err := st.CreateSession(ctx, store.NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l", StartedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
