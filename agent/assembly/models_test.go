@@ -46,9 +46,10 @@ func (c *lanesChoird) HandleTerminate(_ context.Context, r rpc.TerminateReq) (rp
 	return rpc.TerminateResp{Ack: true}, nil
 }
 
-// runLanes starts a runtime against c and returns the publisher of push
-// events and the session's result.
-func runLanes(t *testing.T, c *lanesChoird) (*rpc.Server, <-chan error) {
+// runtimeFor serves c on a fresh socket and returns its server, a session
+// of agent-1 with the runtime attached (not yet running), and the
+// session's log, printed when the test fails.
+func runtimeFor(t *testing.T, c *lanesChoird) (*rpc.Server, *session.Session, *testkit.Buffer) {
 	t.Helper()
 	srv := rpc.NewServer(c, rpc.DefaultLimits(), slog.New(slog.DiscardHandler))
 	srv.Open("s-1", "agent-1", "tok")
@@ -75,6 +76,14 @@ func runLanes(t *testing.T, c *lanesChoird) (*rpc.Server, <-chan error) {
 			t.Log(logs.String())
 		}
 	})
+	return srv, sess, logs
+}
+
+// runLanes starts a runtime against c and returns the publisher of push
+// events and the session's result.
+func runLanes(t *testing.T, c *lanesChoird) (*rpc.Server, <-chan error) {
+	t.Helper()
+	srv, sess, _ := runtimeFor(t, c)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 2)
 	go func() { err := sess.Run(ctx); done <- err; done <- err }()

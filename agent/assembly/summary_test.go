@@ -3,18 +3,12 @@ package assembly
 import (
 	"context"
 	"encoding/json"
-	"log/slog"
-	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"choir/agent/session"
 	"choir/internal/config"
 	"choir/internal/rpc"
-	"choir/testkit"
 	"choir/testkit/openaitest"
 )
 
@@ -24,31 +18,7 @@ import (
 // the agent's log.
 func stopAfterATurn(t *testing.T, c *lanesChoird) (rpc.HeartbeatReq, string) {
 	t.Helper()
-	srv := rpc.NewServer(c, rpc.DefaultLimits(), slog.New(slog.DiscardHandler))
-	srv.Open("s-1", "agent-1", "tok")
-	sock := filepath.Join(t.TempDir(), "choird.sock")
-	l, err := rpc.ListenUnix(sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{Handler: srv}
-	go hs.Serve(l)
-	t.Cleanup(func() { hs.Close() })
-	choir := t.TempDir()
-	os.WriteFile(filepath.Join(choir, "USER.md"), []byte("The user."), 0o644)
-	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: "s-1", LeaseToken: "tok"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	logs := &testkit.Buffer{}
-	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	sess := session.New(cp, session.Identity{AgentID: "agent-1", SessionID: "s-1"}, rpc.ImageInfo{ImageVersion: "v"}, 10*time.Millisecond, log)
-	New(cp, sess, Config{ChoirDir: choir, Workspace: t.TempDir(), Log: log}).Attach()
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Log(logs.String())
-		}
-	})
+	srv, sess, logs := runtimeFor(t, c)
 	done := make(chan error, 1)
 	go func() { done <- sess.Run(context.Background()) }()
 
