@@ -178,7 +178,7 @@ func (m *Manager) tell(ctx context.Context, r *Run, status, reason string, wasRu
 	if status == StatusCrashed && wasRunning {
 		text := fmt.Sprintf("%s stopped unexpectedly (%s): whatever it was doing was interrupted. ", r.AgentID, reason) + restart.text
 		if !restart.scheduled {
-			text += fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`: it resumes this session where it was last saved (/start %s fresh begins a new one).", r.AgentID, r.AgentID, r.AgentID)
+			text += resumeHint(r.AgentID)
 		}
 		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, rpc.DMSend{Kind: rpc.DMError, Text: text}); err != nil {
 			m.logf(r, "the crash notice did not reach the DM", "error", err.Error())
@@ -220,4 +220,10 @@ func (m *Manager) logTail(id string) string {
 func jsonLine(b []byte) bool {
 	b = bytes.TrimSpace(b)
 	return len(b) > 1 && b[0] == '{' && json.Valid(b)
+}
+
+// resumeHint tells a DM how to start an interrupted agent again, and that
+// the start resumes its session.
+func resumeHint(agentID string) string {
+	return fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`: it resumes this session where it was last saved (/start %s fresh begins a new one).", agentID, agentID, agentID)
 }

@@ -28,7 +28,7 @@ func (m *Manager) AfterStart(ctx context.Context) {
 		}
 		text := fmt.Sprintf("choird restarted while %s was running: whatever it was doing was interrupted. ", s.AgentID) + note.text
 		if !note.scheduled {
-			text += fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`: it resumes this session where it was last saved (/start %s fresh begins a new one).", s.AgentID, s.AgentID, s.AgentID)
+			text += resumeHint(s.AgentID)
 		}
 		dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := m.Outbox.Deliver(dctx, s.AgentID, s.Bindings.DM, rpc.DMSend{Kind: rpc.DMError, Text: text}); err != nil {
