@@ -21,12 +21,12 @@ import (
 	"time"
 
 	"choir/agent/arbiter"
+	"choir/agent/builtin"
 	"choir/agent/lane"
 	"choir/agent/lock"
 	"choir/agent/session"
 	"choir/agent/skill"
 	"choir/agent/tool"
-	"choir/agent/tool/workspace"
 	"choir/internal/config"
 	"choir/internal/openai"
 	"choir/internal/rpc"
@@ -110,10 +110,9 @@ func (rt *Runtime) open(ctx context.Context) error {
 		}
 		return resp.Output, nil
 	}
-	builtins := workspace.Tools(workspace.Options{})
-	builtins = append(builtins, lane.Tools(host)...)
 	var known func(string) bool // the registry, once built, for proposed skills
-	builtins = append(builtins, tool.ProposeTools(propose, func(name string) bool { return known != nil && known(name) })...)
+	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic,
+		Known: func(name string) bool { return known != nil && known(name) }})
 	tools, err := tool.Load(builtins, filepath.Join(rt.cfg.ChoirDir, "tools", "global"), filepath.Join(rt.cfg.ChoirDir, "tools", "agent"))
 	if err != nil {
 		return fmt.Errorf("load tools: %w", err)

@@ -100,7 +100,7 @@ func checkBuiltin(t Tool) (*entry, []Fault) {
 		faults = append(faults, Fault{File: src, Message: fmt.Sprintf(format, args...)})
 	}
 	llm, rt := t.LLM(), t.Runtime()
-	if msg := nameProblem(name); msg != "" {
+	if msg := NameProblem(name); msg != "" {
 		add("%s", msg)
 	}
 	if llm.Name != name {

@@ -183,7 +183,7 @@ func (m *Manifest) check(file string) []Fault {
 	add := func(p, format string, args ...any) {
 		faults = append(faults, Fault{File: file, Path: p, Message: fmt.Sprintf(format, args...)})
 	}
-	if msg := nameProblem(m.LLM.Name); msg != "" {
+	if msg := NameProblem(m.LLM.Name); msg != "" {
 		add("/llm/name", "%s", msg)
 	}
 	if _, fs := compileParams(m.LLM.InputSchema); len(fs) > 0 {
@@ -209,8 +209,9 @@ func (m *Manifest) check(file string) []Fault {
 	return faults
 }
 
-// nameProblem says what is wrong with a tool name, or "".
-func nameProblem(name string) string {
+// NameProblem says what is wrong with a tool name, or "": the one rule for
+// built-ins, manifests, proposed tools and choird's build.
+func NameProblem(name string) string {
 	switch {
 	case !ValidName(name):
 		return fmt.Sprintf("%q is not a canonical tool name: want dot-separated lowercase segments "+

@@ -92,8 +92,8 @@ func checkProposedManifest(input json.RawMessage) error {
 	if err != nil {
 		return Errorf(CodeInvalidInput, "the proposed manifest is not valid: %v", err)
 	}
-	if !ValidName(m.LLM.Name) {
-		return PathErrorf(CodeInvalidInput, "/manifest/llm/name", "%q is not a canonical tool name (like choir.notes.add)", m.LLM.Name)
+	if msg := NameProblem(m.LLM.Name); msg != "" {
+		return PathErrorf(CodeInvalidInput, "/manifest/llm/name", "%s", msg)
 	}
 	return nil
 }

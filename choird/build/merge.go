@@ -4,6 +4,8 @@ import (
 	"io/fs"
 	"path"
 	"sort"
+
+	"choir/agent/builtin"
 )
 
 // Entry is one file of the merged tree baked into /choir.
@@ -96,7 +98,7 @@ func merge(global, agent *source) *Tree {
 // the merged repo tools.
 func (t *Tree) knownTools() func(string) bool {
 	known := map[string]bool{}
-	for _, n := range BuiltinTools {
+	for _, n := range builtin.Names() {
 		known[n] = true
 	}
 	for _, n := range t.Tools {

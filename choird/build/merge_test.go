@@ -2,6 +2,7 @@ package build
 
 import (
 	"bytes"
+	"choir/agent/builtin"
 	"flag"
 	"fmt"
 	"os"
@@ -111,6 +112,12 @@ func TestCheckFaults(t *testing.T) {
 			want: []string{"tools/acme.greet: not executable"}},
 		{name: "built-in name", a: files{"tools/choir.exec.json": toolManifest("choir.exec", "x"), "tools/choir.exec": "+x:x"},
 			want: []string{`"choir.exec" is a built-in tool`}},
+		{name: "not a tool name", a: files{"tools/Acme.json": toolManifest("Acme", "x"), "tools/Acme": "+x:x"},
+			want: []string{`tools/Acme.json: /llm/name: "Acme" is not a canonical tool name`}},
+		{name: "reserved prefix", a: files{"tools/choir.skill.go.json": toolManifest("choir.skill.go", "x"), "tools/choir.skill.go": "+x:x"},
+			want: []string{`"choir.skill.go" uses the prefix "choir.skill."`}},
+		{name: "skill names a tool no agent has", a: files{"skills/x.json": skillSpec("x", "choir.web.fetch")},
+			want: []string{`allowed tool "choir.web.fetch" is not registered`}},
 		{name: "skill does not parse", a: files{"skills/bad.json": `{"name": "bad", "bogus": 1}`},
 			want: []string{"agent repo of agent-1 (A): skills/bad.json: /bogus: unknown property"}},
 		{name: "skill unknown tool", a: files{"skills/x.json": skillSpec("x", "acme.nope")},
@@ -163,5 +170,20 @@ func TestSymlinkedToolRefused(t *testing.T) {
 	as = loadSource(as.label, as.dir, "a1", AgentDockerfile)
 	if _, err := check(gs, as); err == nil || !strings.Contains(err.Error(), "tools/acme.greet: must be an executable file") {
 		t.Errorf("check() with a symlinked executable = %v; want it refused", err)
+	}
+}
+
+// TestSkillsMayNameEveryBuiltin checks the build against choir-agent's own
+// registry: a skill may name any tool the agent registers, core tools
+// included.
+func TestSkillsMayNameEveryBuiltin(t *testing.T) {
+	a := agentFiles()
+	for _, name := range builtin.Names() {
+		skill := strings.ReplaceAll(name, ".", "-")
+		a["skills/"+skill+".json"] = skillSpec(skill, name)
+	}
+	g, as := loadPair(t, globalFiles(), a)
+	if _, err := check(g, as); err != nil {
+		t.Fatalf("check() = %v; want every built-in accepted", err)
 	}
 }

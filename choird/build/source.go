@@ -11,19 +11,11 @@ import (
 	"sort"
 	"strings"
 
+	"choir/agent/builtin"
 	"choir/agent/skill"
+	"choir/agent/tool"
 	"choir/internal/jsonschema"
 )
-
-// BuiltinTools are the tools choir-agent provides itself. Skills may name
-// them; repo tools may not take their names.
-var BuiltinTools = []string{
-	"choir.exec", "choir.fs.read", "choir.fs.write", "choir.fs.search",
-	"choir.memory.query", "choir.memory.upsert", "choir.memory.compact",
-	"choir.propose.tool", "choir.propose.skill", "choir.propose.config_change",
-	"choir.core.spawn", "choir.web.search", "choir.web.browse", "choir.tts.speak",
-	"choir.notion.query", "choir.email.send", "choir.email.receive", "choir.email.check",
-}
 
 // Files and directories the build reads in a repo (design §6.5).
 const (
@@ -183,10 +175,10 @@ func (s *source) checkTool(file, name string, data []byte) (*toolDef, bool) {
 	if err := json.Unmarshal(top["runtime"], &runtime); err != nil || runtime == nil {
 		s.fault(file, "/runtime", "missing or not an object")
 	}
-	for _, b := range BuiltinTools {
-		if name == b {
-			s.fault(file, "/llm/name", "%q is a built-in tool of choir-agent and cannot be replaced; choose another name", name)
-		}
+	if msg := tool.NameProblem(name); msg != "" {
+		s.fault(file, "/llm/name", "%s", msg)
+	} else if builtin.Has(name) {
+		s.fault(file, "/llm/name", "%q is a built-in tool of choir-agent and cannot be replaced; choose another name", name)
 	}
 	t := &toolDef{name: name, manifest: data}
 	var err error
