@@ -18,8 +18,11 @@ say() { printf '\n== %s\n' "$*"; }
 # for the engine and test images, curl for the engine script, ripgrep for
 # choir.fs.search, nodejs/npm for PGlite, systemd for `systemd-analyze
 # verify` of choird.service (already in this machine kind's image: listed so
-# a machine without it fails to install rather than skips).
-packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap systemd"
+# a machine without it fails to install rather than skips); chromium for
+# the browser worker; Dovecot and aiosmtpd, real IMAP and SMTP servers the
+# email tests start; openssh for git over SSH; openssl for test certificates.
+packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap systemd
+  chromium dovecot-imapd dovecot-lmtpd python3-aiosmtpd openssh-server openssh-client openssl"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
