@@ -1,0 +1,31 @@
+// Package smtp sends one email over SMTP (RFC 5321) on the standard
+// library's net/smtp: the session, its TLS and its authentication live in
+// send.go, the message's MIME form (RFC 5322, 2045-2047) in message.go.
+// It imports only the standard library.
+//
+// # Session
+//
+// Send dials the server with a deadline, then:
+//
+//	port 465 (or TLS: Implicit)   TLS handshake first, then EHLO
+//	any other port (StartTLS)     EHLO, STARTTLS (required), EHLO again
+//	AUTH                          PLAIN when the server offers it, else LOGIN
+//	MAIL FROM, RCPT TO (each), DATA, QUIT
+//
+// Credentials never cross an unencrypted link: a server that does not offer
+// STARTTLS is refused before AUTH, and both mechanisms check that the
+// connection is TLS before they answer. The certificate is verified against
+// the system roots or the RootCAs given (a self-hosted server's private CA);
+// there is no option to skip verification.
+//
+// Every read and write runs under the connection's deadline: the earlier of
+// the context's deadline and Config.Timeout, so a server that stops
+// answering ends the call with a timeout error, not a hang.
+//
+// # Errors
+//
+// A reply the server refused becomes an *Error with the stage (greeting,
+// starttls, auth, mail, rcpt, data), the reply code and the server's text,
+// so a caller can tell a wrong password (535 at auth) from a refused
+// recipient (550 at rcpt).
+package smtp
