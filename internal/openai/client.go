@@ -130,9 +130,15 @@ func (k call) fail(kind Kind, status int, msg string, cause error) *APIError {
 // context.DeadlineExceeded so errors.Is keeps working on it.
 var errCallTimeout = fmt.Errorf("openai: per-call timeout: %w", context.DeadlineExceeded)
 
-// post sends body to the call's URL and returns a 2xx answer's body; any other
-// outcome is an *APIError.
+// post sends a JSON body to the call's URL and returns a 2xx answer's body;
+// any other outcome is an *APIError.
 func (c *Client) post(ctx context.Context, k call, body []byte) ([]byte, error) {
+	return c.postAs(ctx, k, "application/json", body)
+}
+
+// postAs is post with the body's Content-Type given (a multipart form's
+// carries its boundary).
+func (c *Client) postAs(ctx context.Context, k call, contentType string, body []byte) ([]byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
@@ -147,7 +153,7 @@ func (c *Client) post(ctx context.Context, k call, body []byte) ([]byte, error) 
 			req.Header.Add(name, v)
 		}
 	}
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
 	c.authorize(req.Header)
 

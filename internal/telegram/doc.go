@@ -18,6 +18,7 @@
 //	sendDocument            upload.go    SendDocument
 //	sendPhoto               upload.go    SendPhoto
 //	sendVoice               upload.go    SendVoice (OGG/Opus)
+//	sendAudio               upload.go    SendAudio (MP3/M4A)
 //	sendVideo               upload.go    SendVideo
 //	getFile, file download  file.go      GetFile, Download
 //	answerCallbackQuery     callback.go  AnswerCallbackQuery

@@ -15,14 +15,14 @@ import (
 	"time"
 )
 
-// MediaOptions are the optional parts of a sent file, photo, voice note or
-// video.
+// MediaOptions are the optional parts of a sent file, photo, voice note,
+// audio file or video.
 type MediaOptions struct {
 	// Caption is shown under the media, plain text, at most
 	// MaxCaptionLength UTF-16 code units.
 	Caption string
-	// Duration of a voice note or video, rounded to seconds; 0 leaves it to
-	// Telegram. Ignored by SendDocument and SendPhoto.
+	// Duration of a voice note, audio file or video, rounded to seconds; 0
+	// leaves it to Telegram. Ignored by SendDocument and SendPhoto.
 	Duration time.Duration
 	// ReplyToMessageID, ReplyMarkup and DisableNotification are as in
 	// MessageOptions.
@@ -48,6 +48,12 @@ func (c *Client) SendPhoto(ctx context.Context, chatID int64, filename string, r
 // in .ogg or .oga is sent as audio/ogg.
 func (c *Client) SendVoice(ctx context.Context, chatID int64, filename string, r io.Reader, opt MediaOptions) (*Message, error) {
 	return c.upload(ctx, "sendVoice", "voice", chatID, filename, r, opt)
+}
+
+// SendAudio uploads r as music or another recording the chat shows in its
+// player (MP3 or M4A; Telegram sends other formats as a document would be).
+func (c *Client) SendAudio(ctx context.Context, chatID int64, filename string, r io.Reader, opt MediaOptions) (*Message, error) {
+	return c.upload(ctx, "sendAudio", "audio", chatID, filename, r, opt)
 }
 
 // SendVideo uploads r as a video (MPEG4 plays inline).
@@ -102,7 +108,7 @@ func mediaFields(field string, chatID int64, opt MediaOptions) ([][2]string, err
 	if opt.Caption != "" {
 		f = append(f, [2]string{"caption", opt.Caption})
 	}
-	if secs := int64(opt.Duration.Round(time.Second) / time.Second); secs > 0 && (field == "voice" || field == "video") {
+	if secs := int64(opt.Duration.Round(time.Second) / time.Second); secs > 0 && (field == "voice" || field == "audio" || field == "video") {
 		f = append(f, [2]string{"duration", strconv.FormatInt(secs, 10)})
 	}
 	if opt.DisableNotification {

@@ -67,6 +67,15 @@ func TestUploads(t *testing.T) {
 			},
 		},
 		{
+			method: "sendAudio", field: "audio", name: "song.mp3", data: doc[:40000], send: (*telegram.Client).SendAudio,
+			contentType: "audio/mpeg",
+			check: func(t *testing.T, m *telegram.Message) {
+				if m.Audio == nil || m.Audio.FileName != "song.mp3" || m.Audio.Duration != 3 || m.Audio.MimeType != "audio/mpeg" {
+					t.Errorf("Audio = %+v; want song.mp3, 3 s of audio/mpeg", m.Audio)
+				}
+			},
+		},
+		{
 			method: "sendVideo", field: "video", name: "clip.mp4", data: video, send: (*telegram.Client).SendVideo,
 			contentType: "video/mp4",
 			check: func(t *testing.T, m *telegram.Message) {

@@ -189,7 +189,8 @@ func (s *Server) attachReply(c *chat, m *message, replyTo int64) {
 	m.obj["reply_to_message"] = obj
 }
 
-// mediaHandler serves sendDocument, sendPhoto, sendVoice and sendVideo: the
+// mediaHandler serves sendDocument, sendPhoto, sendVoice, sendAudio and
+// sendVideo: the
 // file comes as a multipart part named field, or as the file_id of a file
 // the bot already has.
 func mediaHandler(field string) handler {
@@ -223,8 +224,10 @@ func mediaHandler(field string) handler {
 			}
 			up = &upload{name: filepath.Base(f.path), data: f.data}
 		}
-		if field == "photo" && len(up.data) > maxPhotoBytes {
-			return badRequest("PHOTO_INVALID_DIMENSIONS")
+		if field == "photo" {
+			if rep := checkPhoto(up.data); rep != nil {
+				return *rep
+			}
 		}
 		c := b.chat(o.chatID)
 		m := c.newMessage(b.user(), true)
@@ -243,8 +246,36 @@ func mediaHandler(field string) handler {
 	}
 }
 
-// mediaObject is the Document, PhotoSize list, Voice or Video Telegram
-// makes of an upload.
+// Photo limits of sendPhoto: "The photo must be at most 10 MB in size. The
+// photo's width and height must not exceed 10000 in total. Width and height
+// ratio must be at most 20."
+const (
+	maxPhotoSides = 10000
+	maxPhotoRatio = 20
+)
+
+// checkPhoto refuses a photo over the Bot API's limits as Telegram does; a
+// body that is not a JPEG or PNG is refused too (the real API cannot
+// process it as a photo).
+func checkPhoto(data []byte) *reply {
+	if len(data) > maxPhotoBytes {
+		r := badRequest("PHOTO_INVALID_DIMENSIONS")
+		return &r
+	}
+	w, h := imageSize(data)
+	switch {
+	case w == 0 || h == 0:
+		r := badRequest("IMAGE_PROCESS_FAILED")
+		return &r
+	case w+h > maxPhotoSides || w > maxPhotoRatio*h || h > maxPhotoRatio*w:
+		r := badRequest("PHOTO_INVALID_DIMENSIONS")
+		return &r
+	}
+	return nil
+}
+
+// mediaObject is the Document, PhotoSize list, Voice, Audio or Video
+// Telegram makes of an upload.
 func mediaObject(field string, f *storedFile, up *upload, duration int64) any {
 	base := map[string]any{"file_id": f.id, "file_unique_id": f.uniqueID, "file_size": len(up.data)}
 	switch field {
@@ -254,6 +285,10 @@ func mediaObject(field string, f *storedFile, up *upload, duration int64) any {
 	case "voice":
 		base["duration"] = duration
 		base["mime_type"] = "audio/ogg"
+	case "audio":
+		base["duration"] = duration
+		base["file_name"] = up.name
+		base["mime_type"] = mimeOf(up.name, "audio/mpeg")
 	case "video":
 		base["duration"] = duration
 		base["width"], base["height"] = 0, 0

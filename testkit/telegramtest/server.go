@@ -4,7 +4,7 @@
 //
 // A test registers any number of bots (AddBot), points the code under test
 // at URL as its api_base, plays the users (InjectText, InjectDocument,
-// InjectPhoto, InjectVoice, InjectCallback), reads what each bot sent to
+// InjectPhoto, InjectVoice, InjectAudio, InjectCallback), reads what each bot sent to
 // each chat (Sent, Texts, Files, Edits, Answers, Commands) and waits for it
 // (WaitSent, Wait) on a condition signalled by every change, with a
 // deadline, never by sleeping. FailNext scripts faults: a 429 with
@@ -218,6 +218,7 @@ func init() {
 		"sendPhoto":              mediaHandler("photo"),
 		"sendVoice":              mediaHandler("voice"),
 		"sendVideo":              mediaHandler("video"),
+		"sendAudio":              mediaHandler("audio"),
 		"editMessageText":        (*Server).editMessageText,
 		"editMessageReplyMarkup": (*Server).editMessageReplyMarkup,
 		"answerCallbackQuery":    (*Server).answerCallbackQuery,

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"image"
+	"image/png"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -335,5 +337,58 @@ func TestHangReleasesOnClientCancel(t *testing.T) {
 	s.Wait(t, "the hung call to end", func() bool { return s.InFlight(bot, "getUpdates") == 0 })
 	if calls := s.Calls(bot); len(calls) != 1 {
 		t.Errorf("calls = %+v", calls)
+	}
+}
+
+// upload posts one file as field of method, multipart.
+func upload(t *testing.T, s *telegramtest.Server, method, field, name string, data []byte) answer {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("chat_id", "7")
+	part, _ := mw.CreateFormFile(field, name)
+	_, _ = part.Write(data)
+	_ = mw.Close()
+	resp, err := http.Post(s.URL()+"/bot"+token+"/"+method, mw.FormDataContentType(), &body)
+	return decode(t, resp, err)
+}
+
+func pngOf(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func TestPhotoLimits(t *testing.T) {
+	s, bot := newServer(t)
+	upload(t, s, "sendPhoto", "photo", "ok.png", pngOf(t, 300, 200)).mustOK(t)
+	upload(t, s, "sendPhoto", "photo", "wide.png", pngOf(t, 2100, 100)).mustFail(t, 400, "PHOTO_INVALID_DIMENSIONS")
+	upload(t, s, "sendPhoto", "photo", "tall.png", pngOf(t, 10, 201)).mustFail(t, 400, "PHOTO_INVALID_DIMENSIONS")
+	upload(t, s, "sendPhoto", "photo", "huge.png", pngOf(t, 6000, 4001)).mustFail(t, 400, "PHOTO_INVALID_DIMENSIONS")
+	upload(t, s, "sendPhoto", "photo", "fake.png", []byte("\x89PNG not really")).mustFail(t, 400, "IMAGE_PROCESS_FAILED")
+	if n := len(s.Files(bot, 7)); n != 1 {
+		t.Errorf("%d photos recorded; want only the valid one", n)
+	}
+}
+
+func TestSendAudio(t *testing.T) {
+	s, bot := newServer(t)
+	var msg struct {
+		Audio struct {
+			FileName string `json:"file_name"`
+			MimeType string `json:"mime_type"`
+		} `json:"audio"`
+	}
+	if err := json.Unmarshal(upload(t, s, "sendAudio", "audio", "song.mp3", []byte("ID3 tune")).mustOK(t).Result, &msg); err != nil {
+		t.Fatal(err)
+	}
+	if msg.Audio.FileName != "song.mp3" || msg.Audio.MimeType != "audio/mpeg" {
+		t.Errorf("audio = %+v", msg.Audio)
+	}
+	if sent := s.Sent(bot, 7); len(sent) != 1 || sent[0].Method != "sendAudio" || sent[0].File.Field != "audio" {
+		t.Errorf("sent = %+v", sent)
 	}
 }

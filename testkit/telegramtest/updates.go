@@ -230,6 +230,23 @@ func (s *Server) InjectVoice(bot BotID, user int64, data []byte, duration int) i
 	return m.id()
 }
 
+// InjectAudio delivers an audio file (music, or a recording sent as a
+// file of audio) named name from user and returns the message_id.
+func (s *Server) InjectAudio(bot BotID, user int64, name string, data []byte, duration int) int64 {
+	s.t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bot(bot)
+	f := b.addFile("music", extOf(name), data)
+	m := b.userMessage(user)
+	m.obj["audio"] = map[string]any{
+		"file_id": f.id, "file_unique_id": f.uniqueID, "duration": duration, "file_name": name,
+		"mime_type": mimeOf(name, "audio/mpeg"), "file_size": len(data),
+	}
+	s.queue(b, "message", m.snapshot())
+	return m.id()
+}
+
 // InjectCallback presses a button: user sends data from the bot's message
 // messageID in their private chat. It returns the callback query's id, which
 // the bot answers with answerCallbackQuery. The message must be one the bot
