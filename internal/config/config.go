@@ -28,6 +28,7 @@ type Config struct {
 	EmailAccounts      map[string]EmailAccount `json:"email_accounts"`
 	Search             map[string]Search       `json:"search"`
 	Embedding          *Embedding              `json:"embedding,omitempty"`
+	Transcription      *Transcription          `json:"transcription,omitempty"`
 	Gateways           map[string]Gateway      `json:"gateways"`
 	DMs                map[string]DM           `json:"dms"`
 	Postgres           Postgres                `json:"postgres"`
@@ -138,6 +139,24 @@ type Embedding struct {
 // model: choir's offline hashing embedder (not semantic; for tests, demos and
 // installations without an embeddings endpoint).
 const EmbeddingHashing = "hashing"
+
+// Transcription is the speech-to-text endpoint that turns a Telegram voice
+// note or audio file into the user's message (§19.5): an OpenAI-compatible
+// POST <endpoint>/audio/transcriptions. choird calls it; no agent holds its
+// key. Absent, voice notes arrive as files only.
+type Transcription struct {
+	// Endpoint is the API base with its version segment, as for models:
+	// "https://api.openai.com/v1", "http://127.0.0.1:8080/v1".
+	Endpoint string `json:"endpoint"`
+	// Model is the transcription model id: whisper-1, gpt-4o-transcribe…
+	Model string `json:"model"`
+	// Secret names the API key in secrets.json; empty for a keyless local
+	// server.
+	Secret string `json:"secret,omitempty"`
+	// Language, when set, is the ISO-639-1 code of what users speak ("en");
+	// empty lets the model detect it.
+	Language string `json:"language,omitempty"`
+}
 
 // Gateway is a Telegram bot instance (§19.1), or the console: the
 // operator's DMs through `choirctl chat`, which need no bot.

@@ -38,6 +38,7 @@ func Validate(c *Config, secrets Secrets) error {
 	v.identities()
 	v.email()
 	v.searchAndEmbedding()
+	v.transcription()
 	v.gateways()
 	v.postgres()
 	v.agents()
@@ -290,6 +291,21 @@ func (v *validator) searchAndEmbedding() {
 		v.nonEmpty("embedding.model", e.Model, "the embedding model id, e.g. text-embedding-3-small")
 		v.url("embedding.endpoint", e.Endpoint, true)
 		v.secret("embedding.secret", e.Secret, false)
+	}
+}
+
+var languageRE = regexp.MustCompile(`^[a-z]{2}$`)
+
+func (v *validator) transcription() {
+	t := v.c.Transcription
+	if t == nil {
+		return
+	}
+	v.url("transcription.endpoint", t.Endpoint, true)
+	v.nonEmpty("transcription.model", t.Model, "the transcription model id, e.g. whisper-1 or gpt-4o-transcribe")
+	v.secret("transcription.secret", t.Secret, false)
+	if t.Language != "" && !languageRE.MatchString(t.Language) {
+		v.add("transcription.language", quote(t.Language), "want an ISO-639-1 code of two lower-case letters, e.g. \"en\", or leave it out to let the model detect the language")
 	}
 }
 
