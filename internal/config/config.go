@@ -92,10 +92,41 @@ type VoiceSettings struct {
 }
 
 // GitIdentity is an author identity an agent leases exclusively (§14.4).
+// Secret names its credential: an access token, or an SSH private key
+// (PEM, "-----BEGIN ... PRIVATE KEY-----").
 type GitIdentity struct {
 	Name   string `json:"name"`
 	Email  string `json:"email"`
 	Secret string `json:"secret"`
+	// Hosts are the only hosts the credential is given to ("github.com",
+	// "git.example.com:8443"; without a port, any port of that host);
+	// empty means DefaultGitHosts.
+	Hosts []string `json:"hosts,omitempty"`
+	// Username goes with a token over HTTPS; empty means
+	// DefaultGitUsername, which GitHub accepts with any token.
+	Username string `json:"username,omitempty"`
+}
+
+// The defaults of a git identity's hosts and HTTPS username.
+var (
+	DefaultGitHosts    = []string{"github.com"}
+	DefaultGitUsername = "x-access-token"
+)
+
+// AllowedHosts is Hosts, or DefaultGitHosts when none is set.
+func (g GitIdentity) AllowedHosts() []string {
+	if len(g.Hosts) == 0 {
+		return DefaultGitHosts
+	}
+	return g.Hosts
+}
+
+// HTTPSUsername is Username, or DefaultGitUsername.
+func (g GitIdentity) HTTPSUsername() string {
+	if g.Username == "" {
+		return DefaultGitUsername
+	}
+	return g.Username
 }
 
 // Notion is a Notion integration, leased exclusively.

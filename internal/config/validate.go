@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+
+	"choir/internal/gitcred"
 )
 
 // NamePattern is what every resource and agent name must match: names become
@@ -253,6 +256,17 @@ func (v *validator) identities() {
 			v.add(p+".email", quote(g.Email), "want a plain email address such as dev@example.com")
 		}
 		v.secret(p+".secret", g.Secret, true)
+		if strings.ContainsFunc(g.Name, unicode.IsControl) {
+			v.add(p+".name", quote(g.Name), "a control character (newline, tab, ...) in the author name: write it on one line")
+		}
+		for i, h := range g.Hosts {
+			if _, err := gitcred.ParseHost(h); err != nil {
+				v.add(fmt.Sprintf("%s.hosts[%d]", p, i), quote(h), "%v", err)
+			}
+		}
+		if g.Username != "" && (strings.ContainsFunc(g.Username, unicode.IsControl) || strings.Contains(g.Username, ":")) {
+			v.add(p+".username", quote(g.Username), "want the account name the token belongs to, without ':' or control characters (or leave it out for %q)", DefaultGitUsername)
+		}
 	}
 	for _, name := range sortedKeys(v.c.NotionIntegrations) {
 		v.secret("notion_integrations."+name+".secret", v.c.NotionIntegrations[name].Secret, true)
