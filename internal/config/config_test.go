@@ -139,8 +139,12 @@ func TestBrokenConfigs(t *testing.T) {
 		{"console gateway with a secret", func(m map[string]any) { obj(m, "gateways", "bot-work")["type"] = "console" }, "gateways.bot-work.secret", "a console gateway has no bot"},
 		{"postgres sslmode", func(m map[string]any) { obj(m, "postgres")["sslmode"] = "on" }, "postgres.sslmode", "want one of disable, allow, prefer"},
 		{"git identity email", func(m map[string]any) { obj(m, "git_identities", "ops-identity")["email"] = "ops at choir" }, "git_identities.ops-identity.email", "plain email address"},
-		{"git identity host with scheme", func(m map[string]any) { obj(m, "git_identities", "ops-identity")["hosts"] = []any{"github.com", "https://gitlab.com"} }, "git_identities.ops-identity.hosts[1]", "without scheme, user or path"},
-		{"git identity host port", func(m map[string]any) { obj(m, "git_identities", "ops-identity")["hosts"] = []any{"git.example.com:99999"} }, "git_identities.ops-identity.hosts[0]", "want 1-65535"},
+		{"git identity host with scheme", func(m map[string]any) {
+			obj(m, "git_identities", "ops-identity")["hosts"] = []any{"github.com", "https://gitlab.com"}
+		}, "git_identities.ops-identity.hosts[1]", "without scheme, user or path"},
+		{"git identity host port", func(m map[string]any) {
+			obj(m, "git_identities", "ops-identity")["hosts"] = []any{"git.example.com:99999"}
+		}, "git_identities.ops-identity.hosts[0]", "want 1-65535"},
 		{"git identity username", func(m map[string]any) { obj(m, "git_identities", "ops-identity")["username"] = "a:b" }, "git_identities.ops-identity.username", "without ':'"},
 		{"git identity name on two lines", func(m map[string]any) { obj(m, "git_identities", "ops-identity")["name"] = "Ops\n[core]" }, "git_identities.ops-identity.name", "control character"},
 		{"global repo missing with agents", func(m map[string]any) { delete(m, "global_repo") }, "global_repo.url", "required once agents are defined"},
