@@ -88,6 +88,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
 	plane.SetBuilder(builder)
+	plane.SetChecker(builder)
 	plane.SetSessions(sessionLog{st}, agentsMgr)
 	memTools := memoryTools(st, mem)
 	agentsMgr.HostTools = memTools.HostTools()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"choir/choird/staging"
 	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/logs"
@@ -43,6 +44,14 @@ type Plane struct {
 	probes        []Probe
 	health        map[string]probeState // by probe name
 
+	// The staged snapshot of config load (§17.6), the running
+	// configuration it was staged over, and what checks repos; applyMu
+	// keeps load, diff and apply one at a time.
+	applyMu    sync.Mutex
+	staged     *staging.Snapshot
+	stagedOver *config.Loaded
+	checker    staging.Checker
+
 	// Console receives what agents send to their DMs, for choirctl chat.
 	Console Console
 }
@@ -55,15 +64,22 @@ func New(home config.Home, lm *logs.Manager) *Plane {
 // SetConfig installs a validated configuration as the running one and bumps
 // the config version; secrets are handed to the log redactor at once.
 func (p *Plane) SetConfig(l *config.Loaded) {
+	version := p.install(l)
+	p.versionChanged(version, "configuration loaded", "agents", len(l.Config.Agents), "secrets", len(l.Secrets))
+}
+
+// install makes l the running configuration under a new version, which it
+// returns; the secrets go to the log redactor first, so no log line can
+// carry a new secret unredacted.
+func (p *Plane) install(l *config.Loaded) int64 {
 	p.logs.Redactor.Set(secretValues(l.Secrets))
 	p.logs.SetThreshold(l.Config.LogArchiveThresholdLines)
 	p.logs.SetRetention(logs.Retention{MaxAge: time.Duration(l.Config.LogRetentionDays) * 24 * time.Hour, MaxBytes: int64(l.Config.LogRetentionMB) << 20})
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.loaded = l
 	p.configVersion++
-	version := p.configVersion
-	p.mu.Unlock()
-	p.versionChanged(version, "configuration loaded", "agents", len(l.Config.Agents), "secrets", len(l.Secrets))
+	return p.configVersion
 }
 
 func secretValues(s config.Secrets) []string {

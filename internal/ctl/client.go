@@ -360,3 +360,30 @@ func (c *Client) SetModel(ctx context.Context, agentID string, choice ModelChoic
 	}
 	return &out, nil
 }
+
+// LoadConfig is `config load`: choird stages .choir.d/ and answers the diff.
+func (c *Client) LoadConfig(ctx context.Context) (*ConfigDiff, error) {
+	var out ConfigDiff
+	if err := c.postJSON(ctx, "/v1/config/load", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// DiffConfig is `config diff`.
+func (c *Client) DiffConfig(ctx context.Context) (*ConfigDiff, error) {
+	var out ConfigDiff
+	if err := c.getJSON(ctx, "/v1/config/diff", &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ApplyConfig is `config apply`.
+func (c *Client) ApplyConfig(ctx context.Context) (*ConfigApplied, error) {
+	var out ConfigApplied
+	if err := c.postJSON(ctx, "/v1/config/apply", struct{}{}, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
