@@ -1,0 +1,114 @@
+package mailtest
+
+import (
+	_ "embed"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"choir/testkit"
+)
+
+//go:embed smtpd.py
+var smtpdScript []byte
+
+// SMTP is a running aiosmtpd that requires STARTTLS and AUTH (User,
+// Password) and records each message it accepts.
+type SMTP struct {
+	Host string
+	Port int
+	Cert *Cert
+	dir  string
+}
+
+// Received is one message the SMTP server accepted.
+type Received struct {
+	MailFrom string   `json:"mail_from"`
+	RcptTos  []string `json:"rcpt_tos"`
+	// Data is the message as sent (after DATA, without the dot-stuffing).
+	Data          []byte `json:"-"`
+	DataB64       string `json:"data_b64"`
+	TLS           bool   `json:"tls"`
+	AuthMechanism string `json:"auth_mechanism"`
+	Login         string `json:"login"`
+}
+
+// StartSMTP starts aiosmtpd listening on host (127.0.0.1 when empty) with
+// cert, and stops it when the test ends.
+func StartSMTP(t testing.TB, host string, cert *Cert) *SMTP {
+	t.Helper()
+	py := "/usr/bin/python3" // the python3 first on PATH may lack aiosmtpd
+	if out, err := exec.Command(py, "-c", "import aiosmtpd").CombinedOutput(); err != nil {
+		testkitUnavailable(t, "aiosmtpd is not importable by %s (apt-get install -y --no-install-recommends python3-aiosmtpd): %v %s", py, err, out)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	dir := t.TempDir()
+	s := &SMTP{Host: host, Port: freePort(t, host), Cert: cert, dir: filepath.Join(dir, "received")}
+	os.Mkdir(s.dir, 0o755)
+	script := filepath.Join(dir, "smtpd.py")
+	if err := os.WriteFile(script, smtpdScript, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	log := filepath.Join(dir, "smtpd.log")
+	p := start(t, exec.Command(py, script, host, itoa(s.Port), cert.CertFile, cert.KeyFile, User, Password, s.dir), log)
+	p.waitFor(t, "aiosmtpd", log, func() bool {
+		out, _ := os.ReadFile(log)
+		return strings.Contains(string(out), "ready") && greets(hostPort(host, s.Port), "220")
+	})
+	return s
+}
+
+// Messages returns the messages accepted so far, oldest first.
+func (s *SMTP) Messages(t testing.TB) []Received {
+	t.Helper()
+	names, _ := filepath.Glob(filepath.Join(s.dir, "*.json"))
+	sort.Strings(names)
+	var out []Received
+	for _, n := range names {
+		data, err := os.ReadFile(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r Received
+		if err := json.Unmarshal(data, &r); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if r.Data, err = base64.StdEncoding.DecodeString(r.DataB64); err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// WaitMessages waits up to 20 s for n messages and returns them.
+func (s *SMTP) WaitMessages(t testing.TB, n int) []Received {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got := s.Messages(t)
+		if len(got) >= n {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the SMTP server received %d messages in 20 s; want %d", len(got), n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+func testkitUnavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	testkit.Unavailable(t, format, args...)
+}
