@@ -131,7 +131,9 @@ func (g GitIdentity) HTTPSUsername() string {
 
 // Notion is a Notion integration, leased exclusively.
 type Notion struct {
-	Secret string `json:"secret"`
+	// Endpoint is the Notion API base; absent means DefaultNotionAPI.
+	Endpoint string `json:"endpoint,omitempty"`
+	Secret   string `json:"secret"`
 }
 
 // EmailAccount is an SMTP+IMAP account; Sharing says whether it is leased.

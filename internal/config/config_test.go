@@ -121,6 +121,7 @@ func TestBrokenConfigs(t *testing.T) {
 		{"dm user id not a number", func(m map[string]any) { obj(m, "dms", "user-dm")["user_id"] = "@bob" }, "dms.user-dm.user_id", "Telegram user id as a decimal string"},
 		{"dm duplicate user on a bot", func(m map[string]any) { obj(m, "dms", "user-dm")["user_id"] = "123456789" }, "dms.user-dm", `already binds user 123456789 on gateway "bot-main"`},
 		{"voice profile tts unknown", func(m map[string]any) { obj(m, "voice_profiles", "narrator")["tts"] = "polly" }, "voice_profiles.narrator.tts", `no tts provider named "polly"`},
+		{"notion endpoint not a URL", func(m map[string]any) { obj(m, "notion_integrations", "work-wiki")["endpoint"] = "api.notion.com/v1" }, "notion_integrations.work-wiki.endpoint", "absolute http:// or https:// URL"},
 		{"voice speed out of range", func(m map[string]any) { obj(m, "voice_profiles", "narrator", "voice_settings")["speed"] = 3 }, "voice_profiles.narrator.voice_settings.speed", "between 0.5 and 2"},
 		{"secret missing", func(m map[string]any) { obj(m, "models", "o3")["secret"] = "other-key" }, "models.o3.secret", "choirctl secret set other-key"},
 		{"gateway without secret", func(m map[string]any) { delete(obj(m, "gateways", "bot-work"), "secret") }, "gateways.bot-work.secret", "a secret name is required"},

@@ -58,8 +58,11 @@ const (
 	DefaultSSLMode       = "prefer"
 	DefaultPoolSize      = 4
 	DefaultNamespace     = "choir"
-	DefaultOutputFormat  = "mp3_44100_128"
-	DefaultTelegramAPI   = "https://api.telegram.org"
+	// DefaultOutputFormat is Opus in Ogg, what Telegram plays as a voice
+	// message (§19.5, §21.3), not ElevenLabs' own default (MP3).
+	DefaultOutputFormat = "opus_48000_64"
+	DefaultTelegramAPI  = "https://api.telegram.org"
+	DefaultNotionAPI    = "https://api.notion.com/v1"
 )
 
 // Log retention defaults and bounds (log_retention_days, log_retention_mb).
@@ -144,6 +147,12 @@ func (c *Config) applyDefaults() {
 			v.VoiceSettings.Speed = 1.0 // 0 is never valid; absent means normal speed
 		}
 		c.VoiceProfiles[name] = v
+	}
+	for name, n := range c.NotionIntegrations {
+		if n.Endpoint == "" {
+			n.Endpoint = DefaultNotionAPI
+			c.NotionIntegrations[name] = n
+		}
 	}
 	for name, g := range c.Gateways {
 		if g.APIBase == "" && g.Type == GatewayTelegram {

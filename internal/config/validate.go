@@ -269,6 +269,7 @@ func (v *validator) identities() {
 		}
 	}
 	for _, name := range sortedKeys(v.c.NotionIntegrations) {
+		v.url("notion_integrations."+name+".endpoint", v.c.NotionIntegrations[name].Endpoint, false)
 		v.secret("notion_integrations."+name+".secret", v.c.NotionIntegrations[name].Secret, true)
 	}
 }
