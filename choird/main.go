@@ -6,6 +6,7 @@
 //
 //	choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert F --tls-key F]
 //	choird --check [--home DIR]
+//	choird --doctor [--json] [--home DIR]
 package main
 
 import (
@@ -35,6 +36,9 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	if opts.check {
 		return check(opts, stdout, stderr)
 	}
+	if opts.doctor {
+		return doctor(opts, stdout, stderr)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	go forceOnSecondSignal(ctx, stderr)
@@ -59,6 +63,8 @@ func forceOnSecondSignal(ctx context.Context, stderr io.Writer) {
 type options struct {
 	home      string
 	check     bool
+	doctor    bool
+	json      bool
 	transport string
 	listen    string
 	tlsCert   string
@@ -76,6 +82,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	fs.SetOutput(&out)
 	fs.StringVar(&o.home, "home", "", "state directory (default $CHOIR_HOME, else ~/.choir.d)")
 	fs.BoolVar(&o.check, "check", false, "validate config.json and secrets.json, print every problem, and exit (1 when invalid)")
+	fs.BoolVar(&o.doctor, "doctor", false, "check the installation (config, files, sockets, engine, Postgres, images, a running choird, logs, clock), print one line a check, and exit (1 when a check fails); touches nothing")
+	fs.BoolVar(&o.json, "json", false, "with --doctor: print the report as JSON")
 	fs.StringVar(&o.transport, "transport", "uds", "how agents reach choird: uds (the control socket) or http (--listen, TLS)")
 	fs.StringVar(&o.listen, "listen", ":9400", "with --transport=http: the address to listen on")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "with --transport=http: TLS certificate file (required unless --listen is loopback)")
@@ -83,7 +91,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.agentBin, "agent-binary", "", "the static choir-agent that agent builds put in base images (default: choir-agent beside choird)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]")
+		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]\n       choird --doctor [--json] [--home DIR]")
 		fs.PrintDefaults()
 	}
 	err := fs.Parse(args)
@@ -99,6 +107,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "choird: unexpected argument %q\n", fs.Arg(0))
 		fs.Usage()
+		return o, errors.New("usage")
+	}
+	if o.json && !o.doctor {
+		fmt.Fprintln(stderr, "choird: --json goes with --doctor")
 		return o, errors.New("usage")
 	}
 	if o.transport != "uds" && o.transport != "http" {

@@ -20,6 +20,7 @@
 //
 //	GET    /_ping                            ping.go               Ping
 //	GET    /version                          version.go            ServerVersion
+//	GET    /info                             system_info.go        Info
 //	POST   /build                            image_build.go        ImageBuild
 //	POST   /images/create?fromSrc=-          image_import.go       ImageImport
 //	GET    /images/{name}/json               image_inspect.go      ImageInspect

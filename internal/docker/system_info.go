@@ -1,0 +1,21 @@
+package docker
+
+import "context"
+
+// Info is part of the engine's answer to GET /info: what an operator needs
+// to judge the engine (choir's doctor reports it).
+type Info struct {
+	ServerVersion   string // Docker release, e.g. "20.10.24+dfsg1"
+	Driver          string // storage driver, e.g. "overlay2"
+	DockerRootDir   string // the engine's data root, e.g. "/var/lib/docker"
+	OperatingSystem string
+	Containers      int
+	Images          int
+}
+
+// Info asks the engine about itself (GET /info).
+func (c *Client) Info(ctx context.Context) (Info, error) {
+	var info Info
+	err := c.do(ctx, request{method: "GET", path: "/info"}, &info)
+	return info, err
+}
