@@ -145,6 +145,13 @@ type EmailAccount struct {
 	Sharing  string `json:"sharing"`
 	// Secret holds "user:password".
 	Secret string `json:"secret"`
+	// Address is the From address of sent mail; empty means the secret's
+	// user name, which must then be an address.
+	Address string `json:"address,omitempty"`
+	// CAPEM is the PEM certificate of the CA that signed a self-hosted
+	// server's certificate, trusted besides the container's system roots.
+	// Certificates are always verified; there is no switch to skip it.
+	CAPEM string `json:"ca_pem,omitempty"`
 }
 
 // Email sharing modes.

@@ -133,6 +133,14 @@ func TestBrokenConfigs(t *testing.T) {
 		{"workspace path with a trailing slash", func(m map[string]any) { obj(m, "workspaces", "scratch")["path"] = "/var/lib/choir/scratch/" }, "workspaces.scratch.path", `not in canonical form: write it as "/var/lib/choir/scratch"`},
 		{"email sharing mode", func(m map[string]any) { obj(m, "email_accounts", "notifications")["sharing"] = "public" }, "email_accounts.notifications.sharing", `want "exclusive"`},
 		{"email port", func(m map[string]any) { obj(m, "email_accounts", "notifications")["imap_port"] = 70000 }, "email_accounts.notifications.imap_port", "between 1 and 65535"},
+		{"email address", func(m map[string]any) { obj(m, "email_accounts", "notifications")["address"] = "Ops <ops@x.org>" }, "email_accounts.notifications.address", "plain email address"},
+		{"email ca_pem not PEM", func(m map[string]any) { obj(m, "email_accounts", "notifications")["ca_pem"] = "/etc/ssl/ca.pem" }, "email_accounts.notifications.ca_pem", "jq --rawfile"},
+		{"email ca_pem with a key", func(m map[string]any) {
+			obj(m, "email_accounts", "notifications")["ca_pem"] = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+		}, "email_accounts.notifications.ca_pem", "never a key"},
+		{"email ca_pem garbage certificate", func(m map[string]any) {
+			obj(m, "email_accounts", "notifications")["ca_pem"] = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"
+		}, "email_accounts.notifications.ca_pem", "certificate 1 does not parse"},
 		{"model endpoint not a URL", func(m map[string]any) { obj(m, "models", "gpt4o")["endpoint"] = "openrouter.ai/api" }, "models.gpt4o.endpoint", "absolute http:// or https:// URL"},
 		{"temperature out of range", func(m map[string]any) { obj(m, "models", "gpt4o")["temperature"] = 3 }, "models.gpt4o.temperature", "between 0 and 2"},
 		{"embedding dims beyond hnsw", func(m map[string]any) { obj(m, "embedding")["dimensions"] = 3072 }, "embedding.dimensions", "pgvector indexes at most 2000"},

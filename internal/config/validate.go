@@ -1,6 +1,8 @@
 package config
 
 import (
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/mail"
@@ -285,7 +287,44 @@ func (v *validator) email() {
 			v.add(p+".sharing", quote(e.Sharing), "want \"exclusive\" (leased to one agent) or \"shared\"")
 		}
 		v.secret(p+".secret", e.Secret, true)
+		if e.Address != "" {
+			if a, err := mail.ParseAddress(e.Address); err != nil || a.Address != e.Address {
+				v.add(p+".address", quote(e.Address), "want a plain email address such as agent@example.com")
+			}
+		}
+		if e.CAPEM != "" {
+			if _, err := ParseCAPEM(e.CAPEM); err != nil {
+				v.add(p+".ca_pem", "(PEM)", "%v", err)
+			}
+		}
 	}
+}
+
+// ParseCAPEM reads an email account's ca_pem: one or more PEM
+// CERTIFICATE blocks and nothing else.
+func ParseCAPEM(s string) ([]*x509.Certificate, error) {
+	var certs []*x509.Certificate
+	rest := []byte(s)
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("a PEM %q block; give only the CA's certificate (BEGIN CERTIFICATE), never a key", b.Type)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, fmt.Errorf("certificate %d does not parse: %v", len(certs)+1, err)
+		}
+		certs = append(certs, c)
+	}
+	if strings.TrimSpace(string(rest)) != "" || len(certs) == 0 {
+		return nil, fmt.Errorf("want one or more PEM certificates (-----BEGIN CERTIFICATE-----, newlines written as \\n in JSON); " +
+			"put the CA file in with e.g. jq --rawfile ca ca.pem '.email_accounts.NAME.ca_pem = $ca'")
+	}
+	return certs, nil
 }
 
 func (v *validator) searchAndEmbedding() {
