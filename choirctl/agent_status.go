@@ -101,6 +101,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 		}
 		fmt.Fprintln(tw)
 	}
+	for _, o := range st.Overrides {
+		fmt.Fprintf(tw, "override\t%s\n", o)
+	}
 	lanes := make([]string, 0, len(st.Lanes))
 	for name := range st.Lanes {
 		lanes = append(lanes, name)

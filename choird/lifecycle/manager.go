@@ -265,8 +265,9 @@ func (m *Manager) Status(agentID string) (ctl.AgentStatus, error) {
 		AgentID: agentID, State: r.state, SessionID: r.SessionID, Container: shortID(r.ContainerID), Image: r.Image,
 		StartedAt: r.StartedAt, Uptime: m.now().Sub(r.StartedAt).Round(time.Second).String(),
 		LastHeartbeat: r.lastHeartbeat, ConfigVersion: r.configVersion, Bindings: &b, Lanes: lanes, Replication: r.replicationStatus(), Resumed: r.resumed(),
-		Restart:  restart,
-		Degraded: append(r.faults(m.now()), m.health()...),
+		Overrides: overrides(l.Config.Agents[agentID].Defaults, r.started, r.Bindings),
+		Restart:   restart,
+		Degraded:  append(r.faults(m.now()), m.health()...),
 	}, nil
 }
 

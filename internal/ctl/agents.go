@@ -9,18 +9,21 @@ import (
 
 // AgentStatus is one agent as `choirctl agent status` and `agent list` show it.
 type AgentStatus struct {
-	AgentID       string                   `json:"agent_id"`
-	State         string                   `json:"state"` // stopped, starting, running, stopping
-	SessionID     string                   `json:"session_id,omitempty"`
-	Container     string                   `json:"container,omitempty"`
-	Image         string                   `json:"image,omitempty"`
-	StartedAt     time.Time                `json:"started_at,omitzero"`
-	Uptime        string                   `json:"uptime,omitempty"`
-	LastHeartbeat time.Time                `json:"last_heartbeat,omitzero"`
-	ConfigVersion int64                    `json:"config_version,omitempty"`
-	Bindings      *rpc.ResourceBindings    `json:"bindings,omitempty"`
-	Lanes         map[string]rpc.StatusReq `json:"lanes,omitempty"`
-	Replication   *Replication             `json:"replication,omitempty"`
+	AgentID       string                `json:"agent_id"`
+	State         string                `json:"state"` // stopped, starting, running, stopping
+	SessionID     string                `json:"session_id,omitempty"`
+	Container     string                `json:"container,omitempty"`
+	Image         string                `json:"image,omitempty"`
+	StartedAt     time.Time             `json:"started_at,omitzero"`
+	Uptime        string                `json:"uptime,omitempty"`
+	LastHeartbeat time.Time             `json:"last_heartbeat,omitzero"`
+	ConfigVersion int64                 `json:"config_version,omitempty"`
+	Bindings      *rpc.ResourceBindings `json:"bindings,omitempty"`
+	// Overrides are the bindings that are not the agent's defaults, each
+	// with why: given at start, or a model set / voice set since.
+	Overrides   []string                 `json:"overrides,omitempty"`
+	Lanes       map[string]rpc.StatusReq `json:"lanes,omitempty"`
+	Replication *Replication             `json:"replication,omitempty"`
 	// Resumed is set when this session resumed an earlier run of it
 	// (spec 13.2): from which revision, and how many times so far.
 	Resumed *Resumed `json:"resumed,omitempty"`
