@@ -15,6 +15,7 @@ import (
 
 	"choir/agent/lane"
 	"choir/agent/tool"
+	"choir/agent/tool/web"
 	"choir/agent/tool/workspace"
 	"choir/internal/config"
 )
@@ -63,6 +64,7 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, workspace.Tools(d.Workspace)...)
 	out = append(out, lane.Tools(d.Host)...)
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
+	out = append(out, web.Browse(d.Host))
 	return out
 }
 
