@@ -52,6 +52,7 @@ func init() {
 	commands = []command{
 		{name: "init", args: "[--global-repo DIR]", summary: "create ~/.choir.d with a skeleton config (and the global repo)", run: runInit},
 		{name: "status", args: "[--json] [--wait D]", summary: "choird health, config version, loaded resources", run: runStatus},
+		{name: "doctor", args: "[--json]", summary: "check the installation, one line a check, with what to do", run: runDoctor},
 		{name: "config", summary: "the running configuration", subs: configCommands},
 		{name: "secret", summary: "secret names and values in secrets.json", subs: secretCommands},
 		{name: "logs", args: "<choird|agent-id> [--no-follow]", summary: "print a log, then follow it until Ctrl-C", run: runLogs},
