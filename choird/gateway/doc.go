@@ -50,13 +50,29 @@
 // .choirtmp/recv/<message id>-<sanitized name> (never overwriting, at most
 // MaxFileSize), reached through an os.Root so that no symlink in the
 // workspace leads the write outside it, and passed on as a UserMessage
-// attachment with the caption as text. Deliver (the lifecycle's Outbox)
-// sends an agent's text, split at 4096 characters, in order, through the
-// bot's Limiter, then each file it names under .choirtmp/send/ as a photo
-// (.jpg .jpeg .png up to 10 MB), voice note (.ogg .oga .opus), video (.mp4
-// .m4v) or document, deleting each once sent. A path outside
-// .choirtmp/send/, a symlink or a non-regular file refuses the whole
-// message before anything is sent.
+// attachment with the caption as text. With a Transcriber (config.json
+// "transcription"), a voice note or audio file is transcribed by choird
+// and the text is the message, the audio still attached; a failed or empty
+// transcription passes the file on all the same, and both the user and the
+// agent are told why there is no text. recv/ is capped (RecvMaxFiles,
+// RecvMaxBytes): a new file removes the oldest regular files to make room
+// and the agent's message names them; a file over the cap by itself is
+// refused. A message's files are removed once the agent acknowledges it:
+// its reply to the message, and the reports of the core jobs that reply
+// names (ack.go).
+//
+// Deliver (the lifecycle's Outbox) sends an agent's text, split at 4096
+// characters, in order, through the bot's Limiter, then each file it names
+// under .choirtmp/send/ by its content (send.go): a JPEG or PNG within
+// Telegram's photo limits as a photo, an OGG Opus file (what
+// choir.tts.speak writes) as a voice message, MP3/M4A as audio, MP4 as a
+// video, anything else as a document; a photo, voice or audio Telegram
+// refuses goes again as a document. Each file is deleted once sent. A path
+// outside .choirtmp/send/, a symlink or a missing file refuses the whole
+// message before anything is sent; a file over 50 MB, past the cap on one
+// message (SendMaxFiles, SendMaxBytes) or refused by Telegram is removed
+// unsent and the DM told in one line per file; a network or server failure
+// leaves the file for the agent's next message.
 //
 // # Approvals (§19.6)
 //

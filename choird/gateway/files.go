@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -21,10 +20,6 @@ const (
 	recvDir = ".choirtmp/recv"
 	sendDir = ".choirtmp/send"
 )
-
-// maxPhotoSize is the largest image sent as a photo; bigger ones go as
-// documents (the Bot API's photo limit is 10 MB).
-const maxPhotoSize = 10 << 20
 
 // inbound is a file a message carries.
 type inbound struct {
@@ -66,6 +61,11 @@ func or(s, def string) string {
 
 // receiveFile stores a file in the bound agent's .choirtmp/recv/ and
 // passes it on as a UserMessage attachment, with the caption as its text.
+// A voice note or audio file is transcribed first when a Transcriber is
+// configured: the text is the message, the audio stays attached. The
+// message's files are remembered until the agent acknowledges it (see
+// ackBook); older files make room when recv/ is over its cap, and the
+// agent is told which.
 func (g *Gateway) receiveFile(ctx context.Context, b *bot, dm dmInfo, m *telegram.Message) {
 	agent, ok := g.control.AgentForDM(dm.name)
 	if !ok {
@@ -73,7 +73,7 @@ func (g *Gateway) receiveFile(ctx context.Context, b *bot, dm dmInfo, m *telegra
 		return
 	}
 	f, _ := fileOf(m)
-	if limit := g.cfg.MaxFileSize; f.size > limit {
+	if limit := min(g.cfg.MaxFileSize, g.cfg.RecvMaxBytes); f.size > limit {
 		b.reply(ctx, dm, fmt.Sprintf("That file is %s; the limit is %s. Nothing was passed on.", mb(f.size), mb(limit)))
 		return
 	}
@@ -82,59 +82,135 @@ func (g *Gateway) receiveFile(ctx context.Context, b *bot, dm dmInfo, m *telegra
 		b.reply(ctx, dm, fmt.Sprintf("Could not receive the file for %s: %v", agent, err))
 		return
 	}
-	rel, err := g.download(ctx, b, ws, m.MessageID, f)
+	got, err := g.download(ctx, b, ws, m.MessageID, f)
 	if err != nil {
 		b.log.Warn("inbound file not stored", keyDM, dm.name, keyAgent, agent, keyError, err.Error())
 		if errors.Is(err, telegram.ErrFileTooLarge) {
-			b.reply(ctx, dm, fmt.Sprintf("That file is over the limit of %s. Nothing was passed on.", mb(g.cfg.MaxFileSize)))
+			b.reply(ctx, dm, fmt.Sprintf("That file is over the limit of %s. Nothing was passed on.", mb(min(g.cfg.MaxFileSize, g.cfg.RecvMaxBytes))))
 			return
 		}
 		b.reply(ctx, dm, "Could not receive the file: "+err.Error())
 		return
 	}
-	msg := rpc.UserMessage{ID: messageID(b.name, dm.user, m.MessageID), From: dm.name, Text: strings.TrimSpace(m.Caption), Attachments: []string{rel}}
+	rel := recvDir + "/" + got.name
+	text := strings.TrimSpace(m.Caption)
+	if g.cfg.Transcriber != nil && (m.Voice != nil || m.Audio != nil) {
+		heard, err := g.transcribe(ctx, ws, got.name)
+		if err != nil {
+			b.log.Warn("voice note not transcribed", keyDM, dm.name, keyAgent, agent, keyError, err.Error())
+			b.reply(ctx, dm, fmt.Sprintf("Could not transcribe that (%s); %s gets the audio as a file.", oneLine(err.Error(), 300), agent))
+			text = joinText(text, "[choird could not transcribe this voice note ("+oneLine(err.Error(), 300)+"); the audio is attached.]")
+		} else {
+			text = joinText(text, heard)
+		}
+	}
+	if len(got.evicted) > 0 {
+		g.acks.forget(agent, got.evicted)
+		what := fmt.Sprintf("%d older received files", len(got.evicted))
+		if len(got.evicted) == 1 {
+			what = "1 older received file"
+		}
+		text = joinText(text, fmt.Sprintf("[choird removed %s to keep %s/ within %d files and %s: %s]",
+			what, recvDir, g.cfg.RecvMaxFiles, mb(g.cfg.RecvMaxBytes), nameList(got.evicted, 5)))
+	}
+	id := messageID(b.name, dm.user, m.MessageID)
+	msg := rpc.UserMessage{ID: id, From: dm.name, Text: text, Attachments: []string{rel}}
+	g.acks.add(agent, id, []string{got.name})
 	if _, err := g.control.SendUserMessage(agent, msg); err != nil {
 		b.log.Warn("user message with a file not delivered to the agent", keyDM, dm.name, keyAgent, agent, keyError, err.Error())
 		b.reply(ctx, dm, fmt.Sprintf("Stored %s, but could not pass it on to %s: %v", rel, agent, err))
 	}
 }
 
-func mb(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/(1<<20)) }
+// mb says a size for a DM: in MB, or in KB or bytes when smaller.
+func mb(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+}
 
-// download stores f under ws/.choirtmp/recv with a unique sanitized name
-// and returns its workspace-relative path. The directory is reached
-// through an os.Root at the workspace, so no symlink the agent planted
-// can send the write outside it.
-func (g *Gateway) download(ctx context.Context, b *bot, ws string, msgID int64, f inbound) (string, error) {
+// joinText puts b after a, a blank line between them when both are set.
+func joinText(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n\n" + b
+}
+
+// oneLine shortens an error for a DM: one line, at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := n
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// nameList names up to n files, then how many more.
+func nameList(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
+}
+
+// stored is a file download kept: its name in .choirtmp/recv and the
+// older files removed to make room for it.
+type stored struct {
+	name    string
+	evicted []string
+}
+
+// download stores f under ws/.choirtmp/recv with a unique sanitized name,
+// then keeps recv/ within its caps by removing the oldest other files.
+// The directory is reached through an os.Root at the workspace, so no
+// symlink the agent planted can send the write outside it.
+func (g *Gateway) download(ctx context.Context, b *bot, ws string, msgID int64, f inbound) (stored, error) {
 	root, err := os.OpenRoot(ws)
 	if err != nil {
-		return "", fmt.Errorf("open workspace: %w", err)
+		return stored{}, fmt.Errorf("open workspace: %w", err)
 	}
 	defer root.Close()
 	if err := root.MkdirAll(recvDir, 0o755); err != nil {
-		return "", fmt.Errorf("create %s: %w", recvDir, err)
+		return stored{}, fmt.Errorf("create %s: %w", recvDir, err)
 	}
 	recv, err := root.OpenRoot(recvDir)
 	if err != nil {
-		return "", fmt.Errorf("open %s: %w", recvDir, err)
+		return stored{}, fmt.Errorf("open %s: %w", recvDir, err)
 	}
 	defer recv.Close()
 	out, name, err := createUnique(recv, fmt.Sprintf("%d-%s", msgID, sanitize(f.name)))
 	if err != nil {
-		return "", err
+		return stored{}, err
 	}
+	limit := min(g.cfg.MaxFileSize, g.cfg.RecvMaxBytes)
 	tf, err := b.client.GetFile(ctx, f.fileID)
 	if err == nil {
-		_, err = b.client.Download(ctx, tf, out, g.cfg.MaxFileSize)
+		_, err = b.client.Download(ctx, tf, out, limit)
 	}
 	if cerr := out.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		recv.Remove(name)
-		return "", err
+		return stored{}, err
 	}
-	return recvDir + "/" + name, nil
+	evicted, err := capRecv(recv, name, g.cfg.RecvMaxFiles, g.cfg.RecvMaxBytes)
+	if err != nil {
+		b.log.Warn("received files over the cap not all removed", keyError, err.Error())
+	}
+	return stored{name: name, evicted: evicted}, nil
 }
 
 // createUnique creates name in dir, or name-2, name-3… before its
@@ -207,80 +283,4 @@ func sendName(p string) (string, error) {
 		return "", fmt.Errorf("file %q: only files under %s/ can be sent", p, sendDir)
 	}
 	return rest, nil
-}
-
-// mediaKind chooses how a file is sent, by its extension (§19.5).
-func mediaKind(name string, size int64) string {
-	switch strings.ToLower(filepath.Ext(name)) {
-	case ".jpg", ".jpeg", ".png":
-		if size <= maxPhotoSize {
-			return "photo"
-		}
-	case ".ogg", ".oga", ".opus":
-		return "voice"
-	case ".mp4", ".m4v":
-		return "video"
-	}
-	return "document"
-}
-
-// outFile is a checked DMSend file.
-type outFile struct {
-	arg  string // as the agent named it
-	name string // inside .choirtmp/send
-	size int64
-}
-
-// checkOutFiles resolves every named file before anything is sent: each
-// must be a regular file (not a symlink) under .choirtmp/send/ of the
-// agent's workspace, within the Bot API's upload size.
-func checkOutFiles(send *os.Root, files []string) ([]outFile, error) {
-	var out []outFile
-	for _, f := range files {
-		name, err := sendName(f)
-		if err != nil {
-			return nil, err
-		}
-		fi, err := send.Lstat(name)
-		if err != nil {
-			return nil, fmt.Errorf("file %q: %w", f, err)
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, fmt.Errorf("file %q: not a regular file (%s)", f, fi.Mode().Type())
-		}
-		if fi.Size() > maxUploadSize {
-			return nil, fmt.Errorf("file %q is %s; Telegram takes at most %s from a bot", f, mb(fi.Size()), mb(maxUploadSize))
-		}
-		out = append(out, outFile{arg: f, name: name, size: fi.Size()})
-	}
-	return out, nil
-}
-
-// sendFile uploads one checked file to chat through the limiter; the file
-// is opened afresh for each attempt (a 429 retries the send).
-func (b *bot) sendFile(ctx context.Context, send *os.Root, chat int64, f outFile, replyTo int64) error {
-	kind := mediaKind(f.name, f.size)
-	return b.limiter.Do(ctx, chat, func(ctx context.Context) error {
-		r, err := send.Open(f.name)
-		if err != nil {
-			return err
-		}
-		defer r.Close()
-		if fi, err := r.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("file %q changed while being sent", f.arg)
-		}
-		opt := telegram.MediaOptions{ReplyToMessageID: replyTo}
-		base := path.Base(f.name)
-		switch kind {
-		case "photo":
-			_, err = b.client.SendPhoto(ctx, chat, base, r, opt)
-		case "voice":
-			_, err = b.client.SendVoice(ctx, chat, base, r, opt)
-		case "video":
-			_, err = b.client.SendVideo(ctx, chat, base, r, opt)
-		default:
-			_, err = b.client.SendDocument(ctx, chat, base, r, opt)
-		}
-		return err
-	})
 }

@@ -22,6 +22,14 @@ const (
 	DefaultBackoffMax    = time.Minute
 	DefaultMaxFileSize   = telegram.MaxDownloadSize
 	DefaultShutdownGrace = 10 * time.Second
+	// DefaultTranscribeTimeout bounds one transcription of a voice note.
+	DefaultTranscribeTimeout = 2 * time.Minute
+	// The caps on the file exchange directories (§19.5): .choirtmp/recv/
+	// of one agent as a whole, and the files of one message an agent sends.
+	DefaultRecvMaxFiles = 100
+	DefaultRecvMaxBytes = 512 << 20
+	DefaultSendMaxFiles = 20
+	DefaultSendMaxBytes = 200 << 20
 )
 
 // maxUploadSize is the Bot API's limit on a file a bot sends (50 MB).
@@ -53,6 +61,22 @@ type Config struct {
 	// MaxFileSize bounds an inbound file (DefaultMaxFileSize, the most the
 	// Bot API lets a bot download).
 	MaxFileSize int64
+	// Transcriber, when set (config.json "transcription"), turns a voice
+	// note or audio file into the text of the user's message; the audio is
+	// attached all the same. Nil passes them on as files only.
+	Transcriber Transcriber
+	// TranscribeTimeout bounds one transcription (DefaultTranscribeTimeout).
+	TranscribeTimeout time.Duration
+	// RecvMaxFiles and RecvMaxBytes cap what one agent's .choirtmp/recv/
+	// holds; a new file makes room by removing the oldest
+	// (DefaultRecvMaxFiles, DefaultRecvMaxBytes).
+	RecvMaxFiles int
+	RecvMaxBytes int64
+	// SendMaxFiles and SendMaxBytes cap the files of one message an agent
+	// sends; the files beyond are removed unsent and the DM is told
+	// (DefaultSendMaxFiles, DefaultSendMaxBytes).
+	SendMaxFiles int
+	SendMaxBytes int64
 	// ShutdownGrace bounds how long Run's end waits for messages being
 	// handled.
 	ShutdownGrace time.Duration
@@ -77,6 +101,7 @@ type Gateway struct {
 	apMsgs    map[string]msgRef // approval id → its request message
 	apByMsg   map[msgRef]string // request message → approval id
 	choices   map[chatKey]choice
+	acks      ackBook // received files awaiting the agent's acknowledgement
 
 	workCtx  context.Context // the chat workers'; ended after ShutdownGrace
 	stopWork context.CancelFunc
@@ -129,6 +154,21 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
+	}
+	if cfg.TranscribeTimeout <= 0 {
+		cfg.TranscribeTimeout = DefaultTranscribeTimeout
+	}
+	if cfg.RecvMaxFiles <= 0 {
+		cfg.RecvMaxFiles = DefaultRecvMaxFiles
+	}
+	if cfg.RecvMaxBytes <= 0 {
+		cfg.RecvMaxBytes = DefaultRecvMaxBytes
+	}
+	if cfg.SendMaxFiles <= 0 {
+		cfg.SendMaxFiles = DefaultSendMaxFiles
+	}
+	if cfg.SendMaxBytes <= 0 {
+		cfg.SendMaxBytes = DefaultSendMaxBytes
 	}
 	workCtx, stop := context.WithCancel(context.Background())
 	g := &Gateway{

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"bytes"
+	"image"
+	"image/png"
 	"strings"
 	"testing"
 	"time"
@@ -93,16 +96,50 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
+// oggHead is the first page of an OGG stream whose first packet begins
+// with codec ("OpusHead", "\x01vorbis").
+func oggHead(codec string) []byte {
+	h := []byte("OggS\x00\x02")
+	h = append(h, make([]byte, 20)...) // granule, serial, sequence, CRC
+	h = append(h, 1, 19)               // one segment of 19 bytes
+	return append(h, append([]byte(codec), make([]byte, 19)...)[:19]...)
+}
+
+func pngHead(t *testing.T, w, h int) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func TestMediaKind(t *testing.T) {
+	photo := pngHead(t, 64, 48)
 	for _, tc := range []struct {
 		name string
 		size int64
+		head []byte
 		want string
 	}{
-		{"a.JPG", 10, "photo"}, {"a.png", maxPhotoSize + 1, "document"}, {"a.ogg", 1, "voice"},
-		{"a.opus", 1, "voice"}, {"a.mp4", 1, "video"}, {"a.pdf", 1, "document"}, {"noext", 1, "document"},
+		{"a.PNG", 10, photo, kindPhoto},
+		{"a.png", maxPhotoSize + 1, photo, kindDocument},
+		{"wide.png", 10, pngHead(t, 2100, 100), kindDocument},
+		{"tall.png", 10, pngHead(t, 10, 201), kindDocument},
+		{"giant.png", 10, pngHead(t, 6000, 4001), kindDocument},
+		{"fake.jpg", 10, []byte("\xff\xd8 not a jpeg"), kindDocument},
+		{"speech.ogg", 1, oggHead("OpusHead"), kindVoice},
+		{"speech.opus", 1, oggHead("OpusHead"), kindVoice},
+		{"music.ogg", 1, oggHead("\x01vorbis"), kindDocument},
+		{"notogg.ogg", 1, []byte("ID3 an mp3 really"), kindDocument},
+		{"short.ogg", 1, []byte("OggS"), kindDocument},
+		{"song.mp3", 1, nil, kindAudio},
+		{"memo.M4A", 1, nil, kindAudio},
+		{"a.mp4", 1, nil, kindVideo},
+		{"a.pdf", 1, nil, kindDocument},
+		{"noext", 1, nil, kindDocument},
 	} {
-		if got := mediaKind(tc.name, tc.size); got != tc.want {
+		if got := mediaKind(tc.name, tc.size, tc.head); got != tc.want {
 			t.Errorf("mediaKind(%q, %d) = %s; want %s", tc.name, tc.size, got, tc.want)
 		}
 	}

@@ -39,6 +39,11 @@ func ProxyError(status int) Fault {
 	}}
 }
 
+// BadRequest is a 400 with Telegram's description after "Bad Request: ",
+// such as "VOICE_MESSAGES_FORBIDDEN" (the user's privacy settings refuse
+// voice notes) or "chat not found".
+func BadRequest(description string) Fault { return Fault{badRequest("%s", description)} }
+
 // Hang answers nothing: the request stays open until the client gives up
 // (its context ends) or the test ends. For a getUpdates, this is the
 // stuck long poll a watchdog must notice.

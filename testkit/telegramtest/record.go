@@ -11,7 +11,8 @@ import (
 type Sent struct {
 	MessageID int64
 	ChatID    int64
-	// Method is sendMessage, sendDocument, sendPhoto, sendVoice or sendVideo.
+	// Method is sendMessage, sendDocument, sendPhoto, sendVoice, sendAudio
+	// or sendVideo.
 	Method string
 	// Text is a sendMessage's text; Caption a file's caption.
 	Text, Caption string
@@ -27,7 +28,8 @@ type Sent struct {
 
 // File is an uploaded file as the fake received it.
 type File struct {
-	// Field is the upload's form field: document, photo, voice or video.
+	// Field is the upload's form field: document, photo, voice, audio or
+	// video.
 	Field string
 	// Name and ContentType are the multipart part's filename and
 	// Content-Type.
