@@ -15,6 +15,7 @@
 //	choir-agent --control-plane=uds  --socket=/run/choir/choird.sock
 //	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE]
 //	choir-agent --choir-launch NPROC PATH [ARG...]   (the tool launcher; agent/sandbox)
+//	git-cred-helper get|store|erase|ssh ARGS         (a link to choir-agent: git's credential helper; agent/gitident)
 package main
 
 import (
@@ -34,6 +35,7 @@ import (
 	"time"
 
 	"choir/agent/assembly"
+	"choir/agent/gitident"
 	"choir/agent/redact"
 	"choir/agent/sandbox"
 	"choir/agent/session"
@@ -50,6 +52,11 @@ const (
 )
 
 func main() {
+	if filepath.Base(os.Args[0]) == gitident.HelperName {
+		// choir-agent as git's credential helper and ssh command (§14.4),
+		// run by git in a tool process: it asks the running agent.
+		os.Exit(gitident.Main(gitident.Dir, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == sandbox.IdleArg {
 		for { // the sandbox's probe kills it
 			time.Sleep(time.Hour)
@@ -171,6 +178,8 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
 	sess := session.New(cp, id, version, heartbeat, log)
 	*red = sess.Redactor
-	assembly.New(cp, sess, assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log}).Attach() // it redacts with sess.Redactor
+	acfg := assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log,
+		GitDir: gitident.Dir, GitHelper: filepath.Join(filepath.Dir(sb.Launcher), gitident.HelperName)}
+	assembly.New(cp, sess, acfg).Attach() // it redacts with sess.Redactor
 	return sess.Run(ctx)
 }

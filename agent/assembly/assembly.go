@@ -22,6 +22,7 @@ import (
 
 	"choir/agent/arbiter"
 	"choir/agent/builtin"
+	"choir/agent/gitident"
 	"choir/agent/lane"
 	"choir/agent/lock"
 	"choir/agent/session"
@@ -37,6 +38,9 @@ type Config struct {
 	ChoirDir  string // /choir: tools/, skills/, USER.md, SOUL.md, SOUL-CORE.md
 	Workspace string // /workspace
 	Log       *slog.Logger
+	// GitDir holds the git identity's files (gitident.Dir; "": none) and
+	// GitHelper is git-cred-helper's path.
+	GitDir, GitHelper string
 }
 
 // Runtime is one agent's cognition inside its container.
@@ -58,6 +62,7 @@ type Runtime struct {
 	seen    map[string]bool // user message ids already queued
 	order   []string        // oldest first, to bound seen
 	clients map[string]*openai.Client
+	git     *gitident.Service // nil without GitDir
 }
 
 // maxSeen bounds the remembered message ids (at-least-once delivery only
@@ -99,6 +104,7 @@ func (rt *Runtime) arbiter() *arbiter.Arbiter {
 // open builds everything and starts the arbiter and the lanes.
 func (rt *Runtime) open(ctx context.Context) error {
 	id := readIdentity(rt.cfg.ChoirDir, rt.log)
+	rt.startGit()
 	propose := func(ctx context.Context, kind string, payload json.RawMessage) (string, string, error) {
 		resp, err := rt.cp.RequestApproval(ctx, rpc.ApprovalReq{RequestType: kind, Payload: payload})
 		return resp.ApprovalID, resp.Status, err
@@ -174,6 +180,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 // stop ends the lanes (running core jobs are cancelled and reported) and
 // the arbiter, so the final heartbeat carries everything committed.
 func (rt *Runtime) stop(ctx context.Context) {
+	defer rt.stopGit()
 	rt.mu.Lock()
 	cancel := rt.cancel
 	rt.mu.Unlock()
@@ -321,8 +328,8 @@ func (rt *Runtime) notify(text string) { rt.send(rpc.DMSend{Kind: rpc.DMNotice, 
 func (rt *Runtime) dynamic() config.Dynamic {
 	version := rt.sess.ConfigVersion()
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
 	if rt.dynOK && rt.dynVer == version {
+		defer rt.mu.Unlock()
 		return rt.dyn
 	}
 	var d config.Dynamic
@@ -332,7 +339,12 @@ func (rt *Runtime) dynamic() config.Dynamic {
 	if d.Tunables.EventWindow == 0 {
 		d.Tunables = config.DefaultTunables()
 	}
+	changed := rt.dynOK
 	rt.dyn, rt.dynVer, rt.dynOK = d, version, true
+	rt.mu.Unlock()
+	if changed {
+		rt.refreshGit() // the identity's name, email or hosts may be new
+	}
 	return d
 }
 

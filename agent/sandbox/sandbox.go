@@ -315,7 +315,7 @@ const Path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // Env is the whole environment of a tool process, built from an allowlist
 // and never from choir-agent's own (which held the lease token): PATH, HOME,
-// LANG, TERM and the agent's non-secret ids.
+// LANG, TERM, the agent's non-secret ids and what SetToolEnv added.
 func Env() []string {
 	env := []string{"PATH=" + Path, "HOME=/tmp", "LANG=C.UTF-8", "TERM=dumb"}
 	for _, k := range []string{"CHOIR_AGENT_ID", "CHOIR_SESSION_ID"} {
@@ -323,5 +323,17 @@ func Env() []string {
 			env = append(env, k+"="+v)
 		}
 	}
+	if extra := toolEnv.Load(); extra != nil {
+		env = append(env, *extra...)
+	}
 	return env
+}
+
+var toolEnv atomic.Pointer[[]string]
+
+// SetToolEnv sets the variables ("NAME=value") Env adds from now on: never
+// a secret, only where to find things (gitident's GIT_CONFIG_SYSTEM).
+func SetToolEnv(kv ...string) {
+	kv = append([]string(nil), kv...)
+	toolEnv.Store(&kv)
 }
