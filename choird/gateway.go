@@ -16,8 +16,10 @@ import (
 	"choir/choird/gateway"
 	"choir/choird/lifecycle"
 	"choir/choird/store"
+	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/logs"
+	"choir/internal/openai"
 	"choir/internal/rpc"
 )
 
@@ -113,9 +115,15 @@ func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string,
 // configured bot. It returns a function that stops both.
 func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, log *slog.Logger) (func(), error) {
 	l := plane.Config()
+	stt, err := transcriber(l.Config.Transcription, l.Secrets)
+	if err != nil {
+		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
+		return nil, err
+	}
 	gw, err := gateway.New(gateway.Config{
 		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
 		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
+		Transcriber: stt,
 	})
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
@@ -166,4 +174,17 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		cancel()
 		<-done
 	}, nil
+}
+
+// transcriber is the gateway's speech-to-text from config.json's
+// "transcription" block, nil without one (voice notes arrive as files).
+func transcriber(t *config.Transcription, secrets config.Secrets) (gateway.Transcriber, error) {
+	if t == nil {
+		return nil, nil
+	}
+	c, err := openai.New(openai.Config{Endpoint: t.Endpoint, APIKey: secrets[t.Secret], Timeout: gateway.DefaultTranscribeTimeout})
+	if err != nil {
+		return nil, fmt.Errorf("config.json transcription.endpoint: %w", err)
+	}
+	return gateway.OpenAITranscriber{Client: c, Model: t.Model, Language: t.Language}, nil
 }
