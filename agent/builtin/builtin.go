@@ -15,6 +15,8 @@ import (
 
 	"choir/agent/lane"
 	"choir/agent/tool"
+	"choir/agent/tool/notion"
+	"choir/agent/tool/tts"
 	"choir/agent/tool/web"
 	"choir/agent/tool/workspace"
 	"choir/internal/config"
@@ -65,6 +67,7 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, lane.Tools(d.Host)...)
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
 	out = append(out, web.Browse(d.Host))
+	out = append(out, web.NewSearch(d.Dynamic, nil), notion.NewQuery(d.Dynamic, nil), tts.NewSpeak(d.Dynamic, nil))
 	return out
 }
 
