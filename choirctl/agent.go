@@ -9,6 +9,8 @@ package main
 var agentCommands = []command{
 	{name: "init", args: "<agent-id> [--repo DIR]", summary: "add a placeholder agent and scaffold its repo", run: agentInit},
 	{name: "build", args: "<agent-id> [--json]", summary: "build the agent's image from its repos", run: agentBuild},
+	{name: "update", args: "<agent-id> [--json]", summary: "build if needed, then restart a running agent on the new image", run: agentUpdate},
+	{name: "update-all", args: "[--json]", summary: "update every agent, one after the other", run: agentUpdateAll},
 	{name: "start", args: "<agent-id> --dm=<name>", summary: "start an agent (flags override its defaults)", run: agentStart},
 	{name: "stop", args: "<agent-id>", summary: "stop an agent gracefully", run: agentStop},
 	{name: "restart", args: "<agent-id>", summary: "stop an agent and start it again", run: agentRestart},

@@ -52,6 +52,7 @@ func (p *Plane) AdminHandler() http.Handler {
 	p.registerSessionRoutes(mux)
 	p.registerMemoryRoutes(mux)
 	p.registerStagingRoutes(mux)
+	p.registerUpdateRoutes(mux)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ctl.Errorf(http.StatusNotFound, "not_found", "no admin endpoint %s %s: is choirctl newer than choird?", r.Method, r.URL.Path))
 	})

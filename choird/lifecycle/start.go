@@ -34,6 +34,20 @@ func (m *Manager) Start(ctx context.Context, agentID string, o lease.Overrides) 
 // Restart stops an agent and starts it again with the same image and the
 // same resource bindings.
 func (m *Manager) Restart(ctx context.Context, agentID string) (ctl.AgentStatus, error) {
+	return m.restart(ctx, agentID, true)
+}
+
+// Update stops a running agent gracefully (its session saved) and starts
+// it on the newest image `agent build` made, with the bindings it started
+// with, resuming its session (§17.4). Like Restart, a model or voice set
+// since the start does not survive it.
+func (m *Manager) Update(ctx context.Context, agentID string) (ctl.AgentStatus, error) {
+	return m.restart(ctx, agentID, false)
+}
+
+// restart stops a running agent and starts it again, on the same image or
+// the newest.
+func (m *Manager) restart(ctx context.Context, agentID string, sameImage bool) (ctl.AgentStatus, error) {
 	lk := m.agentLock(agentID)
 	lk.Lock()
 	defer lk.Unlock()
@@ -46,7 +60,11 @@ func (m *Manager) Restart(ctx context.Context, agentID string) (ctl.AgentStatus,
 	b := r.started
 	o := lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM}
 	m.stop(ctx, r)
-	return m.start(ctx, agentID, o, r.Image)
+	image := ""
+	if sameImage {
+		image = r.Image
+	}
+	return m.start(ctx, agentID, o, image)
 }
 
 // start is Start with the agent's lock held; image "" means the newest.

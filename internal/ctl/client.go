@@ -387,3 +387,37 @@ func (c *Client) ApplyConfig(ctx context.Context) (*ConfigApplied, error) {
 	}
 	return &out, nil
 }
+
+// UpdateAgents is agent update (one id) or update-all (no id): progress
+// lines go to progress, each agent's outcome to result as it ends.
+func (c *Client) UpdateAgents(ctx context.Context, agentID string, progress func(string), result func(UpdateResult)) error {
+	path := "/v1/agents/update-all"
+	if agentID != "" {
+		path = "/v1/agents/" + url.PathEscape(agentID) + "/update"
+	}
+	resp, err := c.send(ctx, http.MethodPost, path, bytes.NewReader([]byte("{}")))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var ev UpdateEvent
+		if err := dec.Decode(&ev); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("read the update stream: %w", err)
+		}
+		switch {
+		case ev.Error != nil:
+			return ev.Error
+		case ev.Result != nil:
+			if result != nil {
+				result(*ev.Result)
+			}
+		case progress != nil:
+			progress(ev.Progress)
+		}
+	}
+}

@@ -85,3 +85,30 @@ type ConfigApplied struct {
 	// repos' content, applied by agent build / update.
 	Pending []ConfigChange `json:"pending,omitempty"`
 }
+
+// Outcomes of agent update and update-all (§17.4, §17.5).
+const (
+	UpdateBuilt      = "built"      // a new image; the agent is stopped and starts on it next time
+	UpdateRedeployed = "redeployed" // stopped and started again on a new image, its session resumed
+	UpdateSkipped    = "skipped"    // already up to date
+	UpdateFailed     = "failed"
+)
+
+// UpdateResult is one agent's outcome of agent update or update-all.
+type UpdateResult struct {
+	AgentID string `json:"agent_id"`
+	Outcome string `json:"outcome"`
+	Image   string `json:"image,omitempty"`
+	// Detail says why it was skipped, or what failed and what to do.
+	Detail string `json:"detail,omitempty"`
+	// Status is the agent's status after a redeploy.
+	Status *AgentStatus `json:"status,omitempty"`
+}
+
+// UpdateEvent is one line of an update stream: progress as it happens,
+// one result per agent, or an error that ends the stream.
+type UpdateEvent struct {
+	Progress string        `json:"progress,omitempty"`
+	Result   *UpdateResult `json:"result,omitempty"`
+	Error    *Error        `json:"error,omitempty"`
+}
