@@ -169,13 +169,24 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func Audio(format, text string) (contentType string, data []byte) {
 	switch codec, _, _ := strings.Cut(format, "_"); codec {
 	case "opus":
-		return "audio/ogg", append([]byte("OggS\x00\x02"+strings.Repeat("\x00", 20)+"OpusHead"), text...)
+		return "audio/ogg", append(oggOpusHead(), text...)
 	case "mp3":
 		return "audio/mpeg", append([]byte("ID3\x04\x00\x00\x00\x00\x00\x00"), text...)
 	case "pcm":
 		return "audio/pcm", make([]byte, 2*len(text))
 	}
 	return "audio/basic", bytes.Repeat([]byte{0xFF}, len(text))
+}
+
+// oggOpusHead is the first Ogg page of an Opus stream (RFC 7845): the
+// 27-byte page header (beginning of stream, one segment), the segment
+// table, and the 19-byte OpusHead of one 48 kHz channel.
+func oggOpusHead() []byte {
+	page := []byte("OggS\x00\x02")
+	page = append(page, make([]byte, 8+4+4+4)...) // granule, serial, sequence, CRC
+	page = append(page, 1, 19)                    // one segment of 19 bytes
+	page = append(page, "OpusHead\x01\x01\x38\x01\x80\xbb\x00\x00\x00\x00\x00"...)
+	return page
 }
 
 // writeDetail answers {"detail":{"status":code,"message":msg}}.
