@@ -26,6 +26,15 @@
 //	POST /v1/agents/<id>/build    → application/x-ndjson: BuildEvent lines,
 //	                                 progress as it happens, then one result
 //	                                 or error
+//	POST /v1/agents/<id>/update   → application/x-ndjson: UpdateEvent lines,
+//	                                 progress, then the agent's UpdateResult
+//	POST /v1/agents/update-all    → application/x-ndjson: UpdateEvent lines,
+//	                                 one UpdateResult per agent as it ends
+//	POST /v1/config/load          → ConfigDiff of the snapshot now staged
+//	                                 (422 listing every problem: nothing staged)
+//	GET  /v1/config/diff          → ConfigDiff (Staged false: nothing staged)
+//	POST /v1/config/apply         → ConfigApplied (409 naming each change
+//	                                 that blocks it: nothing applied)
 //	GET  /v1/approvals[?agent=]   → []Approval
 //	GET  /v1/approvals/<id>       → Approval
 //	POST /v1/approvals/<id>/approve|reject → Approval as decided (409 when
