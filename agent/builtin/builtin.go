@@ -15,6 +15,7 @@ import (
 
 	"choir/agent/lane"
 	"choir/agent/tool"
+	"choir/agent/tool/email"
 	"choir/agent/tool/notion"
 	"choir/agent/tool/tts"
 	"choir/agent/tool/web"
@@ -68,6 +69,7 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
 	out = append(out, web.Browse(d.Host))
 	out = append(out, web.NewSearch(d.Dynamic, nil), notion.NewQuery(d.Dynamic, nil), tts.NewSpeak(d.Dynamic, nil))
+	out = append(out, email.Tools(d.Dynamic)...)
 	return out
 }
 
