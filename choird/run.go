@@ -92,6 +92,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	plane.SetSessions(sessionLog{st}, agentsMgr)
 	memTools := memoryTools(st, mem)
 	agentsMgr.HostTools = memTools.HostTools()
+	stopBrowser := startBrowser(agentsMgr, log.With(logs.KeySystem, "browser"))
+	defer stopBrowser()
 	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
 	plane.Console.IsConsoleDM = func(dm string) bool {

@@ -41,6 +41,14 @@ if [ -f testkit/pgtest/package-lock.json ]; then
   fi
 fi
 
+# The Playwright driver for choird's browser worker: playwright-core 1.52.0,
+# the version playwright-go v0.5200.1 speaks (never a browser download:
+# the tests use Debian's chromium).
+if [ ! -d testkit/browsertest/node_modules ] || [ testkit/browsertest/package-lock.json -nt testkit/browsertest/node_modules ]; then
+  say "installing the Playwright driver (npm ci)"
+  npm ci --prefix testkit/browsertest --no-audit --no-fund
+fi
+
 mkdir -p "$work"
 stop_all() {
   [ -x testkit/pgtest/pglite.sh ] && testkit/pgtest/pglite.sh stop "$work/pg" >/dev/null 2>&1 || true

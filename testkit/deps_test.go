@@ -45,3 +45,22 @@ func TestOnlyTheStoreImportsPgx(t *testing.T) {
 		}
 	}
 }
+
+// TestOnlyTheBrowserWorkerImportsPlaywright keeps playwright-go in one room,
+// choird/browser: the rest of choird talks to the browser through it.
+func TestOnlyTheBrowserWorkerImportsPlaywright(t *testing.T) {
+	out, err := exec.Command("go", "list", "-test", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "choir/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		// With -test, a package's test variant is listed as
+		// "pkg [pkg.test] imports...": its first field is still pkg.
+		fields := strings.Fields(line)
+		for _, imp := range fields[1:] {
+			if strings.HasPrefix(imp, "github.com/playwright-community/") && fields[0] != "choir/choird/browser" {
+				t.Errorf("%s imports %s; only choir/choird/browser may", fields[0], imp)
+			}
+		}
+	}
+}

@@ -70,6 +70,9 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 		close(r.ready)
 		m.imageAccepted(r.AgentID)
 		m.logf(r, "agent said hello", "image_version", req.ImageVersion, "status", resp.Status)
+		if m.SessionOpened != nil {
+			m.SessionOpened(r.AgentID, r.SessionID)
+		}
 	}
 	return resp, nil
 }

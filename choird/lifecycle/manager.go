@@ -182,6 +182,10 @@ type Manager struct {
 	// AfterFunc schedules the restart policy's restarts (see restart.go);
 	// nil means time.AfterFunc. f must run on a goroutine of its own.
 	AfterFunc func(d time.Duration, f func()) Timer
+	// SessionOpened is told each time a session's agent first says hello
+	// (the session runs): the browser worker makes the agent's context
+	// (choird/browser). It must not block. Nil means nobody.
+	SessionOpened func(agentID, sessionID string)
 	// SessionClosed is told, on a goroutine of its own, each time a
 	// session ends (stopped or crashed), once its end is recorded: the
 	// memory pipeline chunks it (choird/memory). Nil means nobody.
