@@ -98,7 +98,7 @@ func (w *walker) part(h textproto.MIMEHeader, r io.Reader, depth int) {
 		return
 	}
 	b, _ := io.ReadAll(io.LimitReader(data, 4<<20))
-	text := toUTF8(b, params["charset"])
+	text := strings.ReplaceAll(toUTF8(b, params["charset"]), "\r\n", "\n")
 	switch {
 	case ct == "text/plain" && w.plain == "":
 		w.plain = text
