@@ -160,7 +160,7 @@ func TestEmailEndToEnd(t *testing.T) {
 		t.Errorf("check result = %v", res)
 	}
 	res = ask(`receive {"limit":5,"mark_seen":true}`)
-	if res["summary"] != "2 of 2 unseen messages in INBOX, marked seen" {
+	if res["summary"] != "2 of 2 unseen messages in INBOX, 2 marked seen" {
 		t.Errorf("receive result = %v", res)
 	}
 	var texts []string

@@ -287,4 +287,9 @@ func TestReceiveLeavesAnOversizedBodyOnTheServer(t *testing.T) {
 	if m["subject"] != "huge" || m["text"] != "" || !strings.Contains(fmt.Sprint(m["body_omitted"]), "over the 10 MB") {
 		t.Errorf("oversized message = %v", m)
 	}
+	// Marking seen skips what the model could not read.
+	out, err = run(t, NewReceive(dyn(&s.account)), env(t), `{"mark_seen":true}`)
+	if err != nil || out["marked_seen"] != float64(0) || out["summary"] != "1 of 1 unseen messages in INBOX" {
+		t.Errorf("receive mark_seen of an oversized message = %v, %v; want it left unseen", out, err)
+	}
 }

@@ -145,7 +145,7 @@ func (t *Receive) Execute(ctx context.Context, input json.RawMessage, env tool.E
 		m := envs[i]
 		out := map[string]any{
 			"uid": m.UID, "from": addrs(m.From), "to": addrs(m.To), "subject": m.Subject,
-			"message_id": m.MessageID, "size": m.Size, "seen": m.Seen() || in.MarkSeen,
+			"message_id": m.MessageID, "size": m.Size, "seen": m.Seen(),
 		}
 		if len(m.Cc) > 0 {
 			out["cc"] = addrs(m.Cc)
@@ -172,12 +172,15 @@ func (t *Receive) Execute(ctx context.Context, input json.RawMessage, env tool.E
 			if len(b.Attachments) > 0 {
 				out["attachments"] = b.Attachments
 			}
+			if in.MarkSeen {
+				got = append(got, m.UID) // only what the model has read
+				out["seen"] = true
+			}
 		} else {
 			out["text"] = ""
-			out["body_omitted"] = fmt.Sprintf("the message has %d bytes, over the %d MB this tool reads; ask the user to look at it in their mail client",
+			out["body_omitted"] = fmt.Sprintf("the message has %d bytes, over the %d MB this tool reads; it stays unseen: ask the user to read it in their mail client",
 				m.Size, MaxMessageBytes>>20)
 		}
-		got = append(got, m.UID)
 		messages = append(messages, out)
 	}
 	if in.MarkSeen && len(got) > 0 {
@@ -193,11 +196,11 @@ func (t *Receive) Execute(ctx context.Context, input json.RawMessage, env tool.E
 	summary := fmt.Sprintf("%d of %d %s in %s", len(messages), matched, what, mb.Name)
 	if len(messages) == 0 {
 		summary = fmt.Sprintf("no %s in %s", what, mb.Name)
-	} else if in.MarkSeen {
-		summary += ", marked seen"
+	} else if len(got) > 0 {
+		summary += fmt.Sprintf(", %d marked seen", len(got))
 	}
 	return tool.Success(summary, map[string]any{
 		"mailbox": mb.Name, "matched": matched, "returned": len(messages), "messages": messages,
-		"more": matched > len(messages), "marked_seen": in.MarkSeen && len(got) > 0,
+		"more": matched > len(messages), "marked_seen": len(got),
 	}), nil
 }
