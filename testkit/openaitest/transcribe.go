@@ -150,10 +150,10 @@ func (s *Transcriber) Transcriptions() []Transcription {
 }
 
 // WaitTranscriptions waits until n requests have arrived, failing the test
-// after 10 s.
+// after 30 s.
 func (s *Transcriber) WaitTranscriptions(t testing.TB, n int) []Transcription {
 	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
+	deadline := time.NewTimer(30 * time.Second)
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
@@ -165,7 +165,7 @@ func (s *Transcriber) WaitTranscriptions(t testing.TB, n int) []Transcription {
 		select {
 		case <-changed:
 		case <-deadline.C:
-			t.Fatalf("openaitest: %d transcription requests after 10 s; want %d", got, n)
+			t.Fatalf("openaitest: %d transcription requests after 30 s; want %d", got, n)
 			return nil
 		}
 	}
