@@ -28,7 +28,10 @@ func pngBytes(t *testing.T, w, h int) []byte {
 type streamed struct{ io.Reader }
 
 func TestUploads(t *testing.T) {
-	ogg := append([]byte("OggS\x00\x02"), bytes.Repeat([]byte{0x4f, 0x70}, 5000)...)
+	ogg := append([]byte("OggS\x00\x02"), make([]byte, 20)...) // an OGG page header, then OpusHead
+	ogg = append(ogg, 1, 19)
+	ogg = append(ogg, append([]byte("OpusHead\x01\x01\x38\x01\x80\xbb"), make([]byte, 5)...)...)
+	ogg = append(ogg, bytes.Repeat([]byte{0x4f, 0x70}, 5000)...)
 	photo := pngBytes(t, 64, 48)
 	doc := bytes.Repeat([]byte("report line\n"), 100000) // 1.2 MB
 	video := bytes.Repeat([]byte{0, 0, 0, 0x18, 'f', 't', 'y', 'p'}, 1000)
@@ -130,6 +133,19 @@ func (r *failingReader) Read(p []byte) (int, error) {
 	k := min(len(p), r.n)
 	r.n -= k
 	return k, nil
+}
+
+// TestVoiceThatIsNotOpusShowsAsADocument: Telegram shows a voice upload
+// that is not OGG Opus, MP3 or M4A as a document, as the fake does.
+func TestVoiceThatIsNotOpusShowsAsADocument(t *testing.T) {
+	_, _, c := newBot(t)
+	m, err := c.SendVoice(t.Context(), user, "music.ogg", strings.NewReader("OggS\x00\x02 vorbis inside"), telegram.MediaOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Voice != nil || m.Document == nil {
+		t.Errorf("message = voice %+v, document %+v; want a document", m.Voice, m.Document)
+	}
 }
 
 func TestUploadReportsReaderError(t *testing.T) {

@@ -232,7 +232,11 @@ func mediaHandler(field string) handler {
 		c := b.chat(o.chatID)
 		m := c.newMessage(b.user(), true)
 		f := b.addFile(field+"s", extOf(up.name), up.data)
-		m.obj[field] = mediaObject(field, f, up, duration)
+		shown := field
+		if field == "voice" && !voiceFormat(up.data) {
+			shown = "document" // "other formats may be sent as Audio or Document"
+		}
+		m.obj[shown] = mediaObject(shown, f, up, duration)
 		setCaption(m, caption)
 		m.setKeyboard(o.keyboard, o.markup)
 		s.attachReply(c, m, o.replyTo)
@@ -272,6 +276,17 @@ func checkPhoto(data []byte) *reply {
 		return &r
 	}
 	return nil
+}
+
+// voiceFormat reports what Telegram shows as a voice message: OGG with
+// Opus (the first page's packet starts "OpusHead"), MP3 or M4A.
+func voiceFormat(data []byte) bool {
+	if len(data) >= 27 && bytes.HasPrefix(data, []byte("OggS")) {
+		start := 27 + int(data[26])
+		return len(data) >= start+8 && string(data[start:start+8]) == "OpusHead"
+	}
+	return bytes.HasPrefix(data, []byte("ID3")) || len(data) > 2 && data[0] == 0xff && data[1]&0xe0 == 0xe0 ||
+		len(data) >= 12 && string(data[4:8]) == "ftyp" && string(data[8:11]) == "M4A"
 }
 
 // mediaObject is the Document, PhotoSize list, Voice, Audio or Video
