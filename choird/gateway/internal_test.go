@@ -2,8 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/png"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +107,7 @@ func oggHead(codec string) []byte {
 	return append(h, append([]byte(codec), make([]byte, 19)...)[:19]...)
 }
 
-func pngHead(t *testing.T, w, h int) []byte {
+func pngHead(t testing.TB, w, h int) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
@@ -141,6 +143,38 @@ func TestMediaKind(t *testing.T) {
 	} {
 		if got := mediaKind(tc.name, tc.size, tc.head); got != tc.want {
 			t.Errorf("mediaKind(%q, %d) = %s; want %s", tc.name, tc.size, got, tc.want)
+		}
+	}
+}
+
+// BenchmarkCapRecv is the cost a received file pays to keep a full
+// .choirtmp/recv/ (100 files) within its cap: list, sort, remove one.
+func BenchmarkCapRecv(b *testing.B) {
+	dir := b.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer root.Close()
+	for i := range DefaultRecvMaxFiles {
+		root.WriteFile(fmt.Sprintf("old-%03d", i), []byte("x"), 0o644)
+	}
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		name := fmt.Sprintf("new-%09d", i)
+		root.WriteFile(name, []byte("x"), 0o644)
+		if removed, err := capRecv(root, name, DefaultRecvMaxFiles, DefaultRecvMaxBytes); err != nil || len(removed) != 1 {
+			b.Fatalf("capRecv = %v, %v; want one file removed", removed, err)
+		}
+	}
+}
+
+// BenchmarkMediaKind is the choice of method for a staged photo.
+func BenchmarkMediaKind(b *testing.B) {
+	head := pngHead(b, 1280, 720)
+	for b.Loop() {
+		if mediaKind("chart.png", int64(len(head)), head) != kindPhoto {
+			b.Fatal("not a photo")
 		}
 	}
 }
