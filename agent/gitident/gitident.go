@@ -3,7 +3,9 @@
 //
 // The container's root file system is read-only and its /run a tmpfs, so
 // the identity lives in Dir (/run/choir-git), which choir-agent makes at
-// the start of each session and rewrites when the dynamic config changes:
+// the start of each session and rewrites when the dynamic config changes,
+// as root (sandbox.AsRoot): tools can read the files and connect to the
+// socket, not change them.
 //
 //   - gitconfig: user.name and user.email of the identity, credential.helper
 //     (git-cred-helper, the only helper) and core.sshCommand
@@ -13,8 +15,8 @@
 //     .git/config.
 //   - ssh_config: the ssh-agent's socket for the identity's hosts only
 //     (IdentityAgent none for every other host).
-//   - cred.sock: choir-agent's answer to git-cred-helper (Serve).
-//   - ssh-agent.sock: an ssh-agent holding the identity's SSH key, started
+//   - cred.sock: choir-agent's answer to git-cred-helper.
+//   - ssh/agent.sock: an ssh-agent holding the identity's SSH key, started
 //     when git first connects to an allowed host over SSH and loaded with
 //     `ssh-add -` from memory; the sandbox's sweep ends it with the tool
 //     call, and the next one starts it again.
@@ -60,6 +62,7 @@ import (
 	"sync"
 	"time"
 
+	"choir/agent/sandbox"
 	"choir/internal/gitcred"
 )
 
@@ -75,7 +78,8 @@ const (
 	configName   = "gitconfig"
 	sshConfig    = "ssh_config"
 	socketName   = "cred.sock"
-	sshAgentSock = "ssh-agent.sock"
+	sshDir       = "ssh"
+	sshAgentSock = "agent.sock"
 )
 
 // Identity is the session's git identity now.
@@ -120,17 +124,33 @@ func Start(dir, helper string, source Source, log *slog.Logger) (*Service, error
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("git identity: make %s: %w", dir, err)
-	}
 	sock := filepath.Join(dir, socketName)
-	os.Remove(sock) // a previous session's
-	ln, err := net.Listen("unix", sock)
+	var ln net.Listener
+	// Root's, so that no tool can change the files or the socket; the
+	// socket is open to the tools, and ssh/ (sticky) takes ssh-agent's.
+	err := sandbox.AsRoot(func() error {
+		if err := os.MkdirAll(filepath.Join(dir, sshDir), 0o755); err != nil {
+			return fmt.Errorf("make %s: %w", dir, err)
+		}
+		if err := os.Chmod(filepath.Join(dir, sshDir), 0o1777); err != nil {
+			return err
+		}
+		os.Remove(sock) // a previous session's
+		l, err := net.Listen("unix", sock)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", sock, err)
+		}
+		ln = l
+		return os.Chmod(sock, 0o666)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("git identity: listen on %s: %w", sock, err)
+		if ln != nil {
+			ln.Close()
+		}
+		return nil, fmt.Errorf("git identity: %w", err)
 	}
 	s := &Service{dir: dir, helper: helper, source: source, log: log, ln: ln,
-		ssh: &sshAgent{sock: filepath.Join(dir, sshAgentSock)}, written: map[string]string{}}
+		ssh: &sshAgent{sock: filepath.Join(dir, sshDir, sshAgentSock)}, written: map[string]string{}}
 	if err := s.Refresh(); err != nil {
 		ln.Close()
 		return nil, err
@@ -158,7 +178,7 @@ func (s *Service) Refresh() error {
 	}
 	files := map[string]string{
 		configName: gitConfig(id, s.helper, filepath.Join(s.dir, sshConfig)),
-		sshConfig:  sshConfigFor(id, filepath.Join(s.dir, sshAgentSock)),
+		sshConfig:  sshConfigFor(id, s.ssh.sock),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,7 +186,8 @@ func (s *Service) Refresh() error {
 		if s.written[name] == content {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(s.dir, name), content); err != nil {
+		path := filepath.Join(s.dir, name)
+		if err := sandbox.AsRoot(func() error { return writeAtomic(path, content) }); err != nil {
 			return fmt.Errorf("git identity: %w", err)
 		}
 		s.written[name] = content

@@ -247,7 +247,7 @@ func TestSSHAgentLoadsTheKeyForAllowedHostsOnly(t *testing.T) {
 	id := tokenIdentity(t)
 	id.Secret = strings.TrimSuffix(string(key), "\n") // secrets lose their last newline
 	_, dir, _ := start(t, id)
-	agentSock := filepath.Join(dir, sshAgentSock)
+	agentSock := filepath.Join(dir, sshDir, sshAgentSock)
 
 	var stderr bytes.Buffer
 	sshPrepare(dir, []string{"-p", "22", "git@evil.example", "git-receive-pack 'r'"}, &stderr)

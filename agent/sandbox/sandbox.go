@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -174,6 +175,45 @@ func setFS(trap uintptr, id int) error {
 	got, _, _ := syscall.RawSyscall(trap, ^uintptr(0), 0, 0) // -1: read only
 	if int(got) != id {
 		return fmt.Errorf("set the %s to %d: it is %d (is CAP_SETUID/CAP_SETGID missing?)", name, id, int(got))
+	}
+	return nil
+}
+
+// AsRoot runs fn with root's fsuid and fsgid, on a thread of its own, so
+// that what fn creates belongs to root and tools cannot change it
+// (gitident's files in /run); fn must not start goroutines that touch
+// files. Every other thread keeps acting as the workspace's owner. The
+// thread is released only once its ids are back and choir-agent is
+// non-dumpable again (a change of fsuid resets that); otherwise it ends
+// with fn's goroutine. Without a sandbox fn just runs.
+func AsRoot(fn func() error) error {
+	sb := current.Load()
+	if sb == nil {
+		return fn()
+	}
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		var err error
+		if err = setThreadFS(0, 0); err == nil {
+			err = fn()
+		}
+		if setThreadFS(sb.UID, sb.GID) == nil && unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+		errc <- err
+	}()
+	return <-errc
+}
+
+// setThreadFS sets the calling thread's fsuid and fsgid, and checks them.
+func setThreadFS(uid, gid int) error {
+	syscall.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0)
+	syscall.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0)
+	u, _, _ := syscall.RawSyscall(unix.SYS_SETFSUID, ^uintptr(0), 0, 0)
+	g, _, _ := syscall.RawSyscall(unix.SYS_SETFSGID, ^uintptr(0), 0, 0)
+	if int(u) != uid || int(g) != gid {
+		return fmt.Errorf("set a thread's fsuid:fsgid to %d:%d: it is %d:%d (is CAP_SETUID/CAP_SETGID missing?)", uid, gid, int(u), int(g))
 	}
 	return nil
 }
