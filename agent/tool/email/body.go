@@ -50,6 +50,10 @@ func parseBody(raw []byte) body {
 	if b.Text == "" && w.html != "" {
 		b.Text, b.FromHTML = htmlToText(w.html), true
 	}
+	b.Text = clean(b.Text)
+	for i := range b.Attachments {
+		b.Attachments[i].Name = clean(b.Attachments[i].Name)
+	}
 	return b
 }
 
@@ -174,6 +178,18 @@ func htmlToText(s string) string {
 	s = html.UnescapeString(s)
 	s = blankRE.ReplaceAllString(s, "\n\n")
 	return strings.TrimSpace(s)
+}
+
+// clean drops control characters but tab and newline (a NUL, a terminal
+// escape) from text a sender wrote, and makes it valid UTF-8.
+func clean(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	return strings.Map(func(r rune) rune {
+		if (r < ' ' && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // truncate cuts text to max runes, reporting whether it did.

@@ -93,13 +93,13 @@ func (t *Check) Execute(ctx context.Context, input json.RawMessage, env tool.Env
 	var lines []string
 	for i := len(list) - 1; i >= 0; i-- {
 		m := list[i]
-		item := map[string]any{"uid": m.UID, "from": firstAddr(m.From), "subject": m.Subject, "size": m.Size}
+		item := map[string]any{"uid": m.UID, "from": firstAddr(m.From), "subject": clean(m.Subject), "size": m.Size}
 		if !m.Date.IsZero() {
 			item["date"] = m.Date.Format(time.RFC3339)
 		}
 		items = append(items, item)
 		if len(lines) < 3 {
-			lines = append(lines, fmt.Sprintf("%s from %s", quoteSubject(m.Subject), firstAddr(m.From)))
+			lines = append(lines, fmt.Sprintf("%s from %s", quoteSubject(clean(m.Subject)), firstAddr(m.From)))
 		}
 	}
 	summary := fmt.Sprintf("%d unseen of %s in %s", len(uids), plural(mb.Exists, "message"), mb.Name)

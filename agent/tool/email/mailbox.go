@@ -41,7 +41,7 @@ func open(ctx context.Context, acct *account, mailbox string, write bool) (*imap
 func addrs(list []imap.Address) []string {
 	out := make([]string, len(list))
 	for i, a := range list {
-		out[i] = a.String()
+		out[i] = clean(a.String())
 	}
 	return out
 }
@@ -59,7 +59,7 @@ func firstAddr(list []imap.Address) string {
 	if len(list) == 0 {
 		return ""
 	}
-	return list[0].String()
+	return clean(list[0].String())
 }
 
 func quoteSubject(s string) string {

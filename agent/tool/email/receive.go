@@ -144,8 +144,8 @@ func (t *Receive) Execute(ctx context.Context, input json.RawMessage, env tool.E
 	for i := len(envs) - 1; i >= 0; i-- { // newest first
 		m := envs[i]
 		out := map[string]any{
-			"uid": m.UID, "from": addrs(m.From), "to": addrs(m.To), "subject": m.Subject,
-			"message_id": m.MessageID, "size": m.Size, "seen": m.Seen(),
+			"uid": m.UID, "from": addrs(m.From), "to": addrs(m.To), "subject": clean(m.Subject),
+			"message_id": clean(m.MessageID), "size": m.Size, "seen": m.Seen(),
 		}
 		if len(m.Cc) > 0 {
 			out["cc"] = addrs(m.Cc)
