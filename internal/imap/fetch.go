@@ -160,6 +160,10 @@ func parseFetch(list List) (*Message, error) {
 				m.Body = []byte{}
 				continue
 			}
+			if lit, ok := v.(Literal); ok { // the usual form: no copy
+				m.Body = lit
+				continue
+			}
 			s, ok := str(v)
 			if !ok {
 				return nil, fmt.Errorf("%s is not a string", name)
