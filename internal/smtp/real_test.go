@@ -7,6 +7,7 @@ import (
 	"net/mail"
 	"strings"
 	"testing"
+	"time"
 
 	"choir/internal/smtp"
 	"choir/testkit/mailtest"
@@ -60,5 +61,26 @@ func TestRealServerRefusesWrongPassword(t *testing.T) {
 	}
 	if len(srv.Messages(t)) != 0 {
 		t.Error("the server accepted a message after a failed AUTH")
+	}
+}
+
+// Implicit TLS (SMTPS) against a real aiosmtpd.
+func TestSendToRealSMTPS(t *testing.T) {
+	cert := mailtest.NewCert(t)
+	srv := mailtest.StartSMTPS(t, "", cert)
+	cfg := smtp.Config{Host: "127.0.0.1", Port: srv.Port, TLS: smtp.Implicit, Username: mailtest.User, Password: mailtest.Password, RootCAs: cert.Pool}
+	if _, err := smtp.Send(context.Background(), cfg, &smtp.Message{From: "a@choir.test", To: []string{"b@example.com"}, Subject: "s", Text: "x"}); err != nil {
+		t.Fatalf("Send over SMTPS = %v", err)
+	}
+	if got := srv.WaitMessages(t, 1)[0]; !got.TLS || got.Login != mailtest.User {
+		t.Errorf("server saw tls=%v login=%q", got.TLS, got.Login)
+	}
+	// A STARTTLS client on an SMTPS port (both wait for the other) ends at
+	// its deadline instead of hanging.
+	cfg.TLS, cfg.Timeout = smtp.StartTLS, 2*time.Second
+	_, err := smtp.Send(context.Background(), cfg, &smtp.Message{From: "a@choir.test", To: []string{"b@example.com"}, Text: "x"})
+	var se *smtp.Error
+	if !errors.As(err, &se) || !se.Timeout || se.Stage != "greeting" {
+		t.Errorf("STARTTLS on an SMTPS port = %v; want a timeout at the greeting", err)
 	}
 }

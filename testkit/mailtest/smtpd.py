@@ -1,13 +1,15 @@
 # A recording SMTP server for choir's tests (testkit/mailtest): aiosmtpd
 # with STARTTLS required, AUTH PLAIN/LOGIN required (over TLS only) for one
 # user, each accepted message written atomically as OUTDIR/<n>.json.
-# Usage: smtpd.py HOST PORT CERT KEY USER PASSWORD OUTDIR
+# Usage: smtpd.py HOST PORT CERT KEY USER PASSWORD OUTDIR [implicit]
+# With "implicit" it speaks TLS from the first byte (SMTPS) instead.
 import base64, json, os, signal, ssl, sys, threading, time
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 host, port, cert, key, user, password, outdir = sys.argv[1:8]
+implicit = sys.argv[8:9] == ["implicit"]
 
 
 class Handler:
@@ -18,7 +20,8 @@ class Handler:
             "mail_from": envelope.mail_from,
             "rcpt_tos": envelope.rcpt_tos,
             "data_b64": base64.b64encode(envelope.original_content).decode(),
-            "tls": session.ssl is not None,
+            "tls": session.ssl is not None
+                   or server.transport.get_extra_info("ssl_object") is not None,
             "auth_mechanism": getattr(session, "choir_mechanism", ""),
             "login": login.decode() if isinstance(login, bytes) else "",
         }
@@ -39,10 +42,15 @@ def authenticate(server, session, envelope, mechanism, auth_data):
 
 ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
 ctx.load_cert_chain(cert, key)
+if implicit:
+    # The whole connection is TLS; aiosmtpd's auth_require_tls only knows
+    # STARTTLS, so it would hide AUTH.
+    tls = dict(ssl_context=ctx, auth_require_tls=False)
+else:
+    tls = dict(tls_context=ctx, require_starttls=True, auth_require_tls=True)
 controller = Controller(
-    Handler(), hostname=host, port=int(port), tls_context=ctx,
-    require_starttls=True, authenticator=authenticate,
-    auth_required=True, auth_require_tls=True,
+    Handler(), hostname=host, port=int(port), authenticator=authenticate,
+    auth_required=True, **tls,
 )
 controller.start()
 print("ready", flush=True)
