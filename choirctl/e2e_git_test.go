@@ -122,6 +122,8 @@ cd /workspace && git init -q -b main repo && cd repo && echo one >f && git add f
 git -c http.sslCAInfo=/workspace/ca.pem push https://`+origin.addr+`/https.git main; echo "== origin rc=$?"
 git -c http.sslCAInfo=/workspace/ca.pem push https://`+decoy.addr+`/https.git main; echo "== decoy rc=$?"
 for p in /proc/[0-9]*; do tr '\0' '\n' <$p/environ; done >/workspace/environ 2>/dev/null
+echo x >>/run/choir-git/gitconfig && echo "CHANGED gitconfig"
+rm -f /run/choir-git/cred.sock; [ -S /run/choir-git/cred.sock ] || echo "CHANGED cred.sock"
 echo "== env"; env | grep ^GIT_
 echo "== done"`)
 	got := readWS(t, ws, "https.out")
@@ -136,8 +138,10 @@ echo "== done"`)
 			t.Errorf("the HTTPS pushes' output lacks %q:\n%s\nagent log:\n%s", want, got, grepLines(rig.agentLogTail(httpsAgent), "git"))
 		}
 	}
-	if strings.Contains(got, "== decoy rc=0") {
-		t.Errorf("the push to the decoy succeeded:\n%s", got)
+	for _, bad := range []string{"== decoy rc=0", "CHANGED"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("the HTTPS pushes' output holds %q (a push to the decoy, or a tool changed the identity's files):\n%s", bad, got)
+		}
 	}
 	if author := gitOK(t, "", "--git-dir", filepath.Join(repos, "https.git"), "log", "-1", "--format=%an <%ae>", "main"); author != "Https Bot <https@choir.local>" {
 		t.Errorf("the pushed commit's author = %q; want the identity's", author)
