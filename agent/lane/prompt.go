@@ -109,7 +109,7 @@ func (a *actor) render(e rpc.Event) (openai.Message, bool) {
 	switch e.Type {
 	case arbiter.UserMsg:
 		if len(f.Attachments) > 0 {
-			return openai.UserMessage(f.Text + "\n\n[Attached files in the workspace: " + strings.Join(f.Attachments, ", ") + "]"), true
+			return openai.UserMessage(f.Text + "\n\n[Attached files in the workspace: " + strings.Join(f.Attachments, ", ") + " (removed once you have answered this message: copy elsewhere what must be kept)]"), true
 		}
 		return openai.UserMessage(f.Text), true
 	case arbiter.ModelOutput:

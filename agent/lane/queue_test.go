@@ -202,7 +202,7 @@ func TestStatusSnapshotRestore(t *testing.T) {
 func TestMessageAttachments(t *testing.T) {
 	e, s := coreEnv(t, envOptions{})
 	s.on("edge", check(func(req openai.ChatRequest) {
-		if got := req.Messages[len(req.Messages)-1].Content; got != "what is this?\n\n[Attached files in the workspace: .choirtmp/recv/a.jpg]" {
+		if got := req.Messages[len(req.Messages)-1].Content; got != "what is this?\n\n[Attached files in the workspace: .choirtmp/recv/a.jpg (removed once you have answered this message: copy elsewhere what must be kept)]" {
 			t.Errorf("message = %q", got)
 		}
 	}, say("A cat.")))
