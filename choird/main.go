@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert F --tls-key F]
+//	choird [--home DIR] [--transport uds|http] [--listen ADDR] [--tls-cert F --tls-key F [--tls-ca F]]
 //	choird --check [--home DIR]
 //	choird --doctor [--json] [--home DIR]
 package main
@@ -69,6 +69,7 @@ type options struct {
 	listen    string
 	tlsCert   string
 	tlsKey    string
+	tlsCA     string
 	logLevel  string
 	agentBin  string
 }
@@ -85,13 +86,14 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.doctor, "doctor", false, "check the installation (config, files, sockets, engine, Postgres, images, a running choird, logs, clock), print one line a check, and exit (1 when a check fails); touches nothing")
 	fs.BoolVar(&o.json, "json", false, "with --doctor: print the report as JSON")
 	fs.StringVar(&o.transport, "transport", "uds", "how agents reach choird: uds (the control socket) or http (--listen, TLS)")
-	fs.StringVar(&o.listen, "listen", ":9400", "with --transport=http: the address to listen on")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "with --transport=http: TLS certificate file (required unless --listen is loopback)")
+	fs.StringVar(&o.listen, "listen", "", "with --transport=http: the address to listen on (default: the engine's bridge gateway, port 9400, where containers reach it)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "with --transport=http: TLS certificate file (default: one choird signs with its own CA in <home>/tls)")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "with --transport=http: TLS key file")
+	fs.StringVar(&o.tlsCA, "tls-ca", "", "with --tls-cert: the CA certificates agents trust for it (default: the certificate itself)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.agentBin, "agent-binary", "", "the static choir-agent that agent builds put in base images (default: choir-agent beside choird)")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR --tls-cert FILE --tls-key FILE] [--log-level LEVEL]\n       choird --check [--home DIR]\n       choird --doctor [--json] [--home DIR]")
+		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR] [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--log-level LEVEL]\n       choird --check [--home DIR]\n       choird --doctor [--json] [--home DIR]")
 		fs.PrintDefaults()
 	}
 	err := fs.Parse(args)

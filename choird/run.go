@@ -18,6 +18,7 @@ import (
 	"choir/choird/lifecycle"
 	"choir/internal/config"
 	"choir/internal/ctl"
+	"choir/internal/docker"
 	"choir/internal/logs"
 	"choir/internal/rpc"
 )
@@ -111,12 +112,13 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
 		return err
 	}
-	agents, endpoint, err := listenAgents(home, o)
+	agents, endpoint, httpEndpoint, err := listenAgents(ctx, home, o, dc)
 	if err != nil {
 		admin.Close()
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
 		return err
 	}
+	agentsMgr.HTTP = httpEndpoint
 	plane.SetEndpoint(o.transport, endpoint, "")
 	plane.Step("accept choirctl and agent connections", ctl.StepOK, fmt.Sprintf("admin %s, agents %s %s", home.AdminSocket(), o.transport, endpoint))
 
@@ -215,19 +217,82 @@ func loadConfig(home config.Home, plane *control.Plane) error {
 	return nil
 }
 
-// listenAgents opens the agents' shared endpoint for the HTTP transport; with
-// UDS there is none (nil), only the per-agent sockets.
-func listenAgents(home config.Home, o options) (net.Listener, string, error) {
-	if o.transport == rpc.TransportHTTP {
-		l, err := rpc.ListenTCP(o.listen, o.tlsCert, o.tlsKey)
-		if err != nil {
-			return nil, "", err
-		}
-		return l, l.Addr().String(), nil
+// listenAgents opens the agents' shared endpoint for the HTTP transport
+// (§12.1) and says how agents reach it; with UDS there is none (nil), only
+// the per-agent sockets the lifecycle opens at each start.
+//
+// Agents run in containers on the engine's bridge network, so choird
+// listens where they can reach it: by default on the bridge's gateway
+// address, port 9400. It serves TLS with the certificate given, or with
+// one it signs itself (agentTLS); each container trusts only that CA.
+func listenAgents(ctx context.Context, home config.Home, o options, dc *docker.Client) (net.Listener, string, *lifecycle.HTTPEndpoint, error) {
+	if o.transport != rpc.TransportHTTP {
+		return nil, filepath.Join(home.AgentSocketDir(), "<agent-id>", lifecycle.SocketName), nil, nil
 	}
-	// UDS: each agent gets its own socket when it starts (the lifecycle
-	// opens it), in a directory only its container mounts.
-	return nil, filepath.Join(home.AgentSocketDir(), "<agent-id>", lifecycle.SocketName), nil
+	listen := o.listen
+	if listen == "" {
+		listen = ":" + defaultAgentPort
+	}
+	host, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("--listen %q: want HOST:PORT (%v)", o.listen, err)
+	}
+	agentHost := host
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		if agentHost, err = bridgeGateway(ctx, dc); err != nil {
+			return nil, "", nil, err
+		}
+		if host == "" && o.listen == "" {
+			listen = net.JoinHostPort(agentHost, port)
+		}
+	} else if ip != nil && ip.IsLoopback() || host == "localhost" {
+		return nil, "", nil, fmt.Errorf("--listen %s: agents run in containers and cannot reach a loopback address; "+
+			"leave --listen out (the engine's bridge gateway, port %s) or name an address the containers reach", listen, defaultAgentPort)
+	}
+	certFile, keyFile := o.tlsCert, o.tlsKey
+	var ca []byte
+	if certFile == "" {
+		if certFile, keyFile, ca, err = agentTLS(home.Dir, agentHost); err != nil {
+			return nil, "", nil, fmt.Errorf("the HTTP transport's certificate: %w", err)
+		}
+	} else {
+		caFile := o.tlsCA
+		if caFile == "" {
+			caFile = certFile // a self-signed certificate is its own CA
+		}
+		if ca, err = os.ReadFile(caFile); err != nil {
+			return nil, "", nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+	}
+	l, err := rpc.ListenTCP(listen, certFile, keyFile)
+	if err != nil {
+		return nil, "", nil, err
+	}
+	if _, p, err := net.SplitHostPort(l.Addr().String()); err == nil {
+		port = p // the port the system chose for --listen HOST:0
+	}
+	url := "https://" + net.JoinHostPort(agentHost, port)
+	return l, url, &lifecycle.HTTPEndpoint{URL: url, CA: ca}, nil
+}
+
+// defaultAgentPort is the HTTP transport's port (§12.2's example).
+const defaultAgentPort = "9400"
+
+// bridgeGateway is the host's address on the engine's default bridge
+// network: where containers reach choird.
+func bridgeGateway(ctx context.Context, dc *docker.Client) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	n, err := dc.NetworkInspect(ctx, "bridge")
+	if err != nil {
+		return "", fmt.Errorf("find the engine's bridge network, where agents reach choird: %w (or give --listen ADDRESS:PORT)", err)
+	}
+	for _, c := range n.IPAM.Config {
+		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
+			return c.Gateway, nil
+		}
+	}
+	return "", errors.New("the engine's bridge network has no IPv4 gateway: give --listen ADDRESS:PORT, an address the containers reach")
 }
 
 // stopAgents stops every running agent gracefully when choird stops, all

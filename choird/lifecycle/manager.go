@@ -166,6 +166,9 @@ type Manager struct {
 	Log       *slog.Logger
 	// Sockets opens each agent's own control socket (the protocol server).
 	Sockets AgentSockets
+	// HTTP, when set, is the HTTP transport (§12.1): agents reach choird's
+	// shared HTTPS endpoint instead of a socket of their own.
+	HTTP *HTTPEndpoint
 	// Instance labels this choird's containers (see LabelInstance).
 	Instance string
 	// ReadyTimeout bounds how long a start waits for INIT_HELLO.

@@ -18,6 +18,10 @@ const (
 	SocketTarget    = "/run/choir"                    // the agent's own socket directory
 	SocketName      = "choird.sock"                   // the socket in it
 	SocketInside    = SocketTarget + "/" + SocketName // what choir-agent dials
+	// CAName is, with the HTTP transport, the file in the agent's socket
+	// directory holding the CA certificates choir-agent trusts for choird.
+	CAName   = "ca.pem"
+	CAInside = SocketTarget + "/" + CAName
 )
 
 // Container labels (§15.3); orphans are found by LabelManaged.
@@ -50,6 +54,9 @@ type Spec struct {
 	SocketDir                      string // host directory holding choird.sock
 	HeartbeatMS                    int
 	Limits                         config.ContainerLimits
+	// Endpoint is choird's URL for the HTTP transport (§12.1), with the CA
+	// in SocketDir/CAName; empty means the agent's socket in SocketDir.
+	Endpoint string
 }
 
 // ContainerUser is who choir-agent runs as in its container: root, holding
@@ -69,7 +76,8 @@ var AgentCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
 // choir-agent and reaps what choir.exec leaves behind), and exactly two bind
 // mounts, both declared as Mounts so a missing source fails instead of being
 // created: the leased workspace and the agent's own socket directory,
-// read-only.
+// read-only (with the HTTP transport it holds only the CA that choir-agent
+// trusts for choird's endpoint).
 func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 	init := true
 	pids := int64(s.Limits.Pids)
@@ -105,6 +113,9 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 			Memory:    int64(s.Limits.MemoryMB) << 20,
 			PidsLimit: &pids,
 		},
+	}
+	if s.Endpoint != "" {
+		cfg.Cmd = []string{"--control-plane=http", "--endpoint=" + s.Endpoint, "--tls-ca=" + CAInside}
 	}
 	return cfg, hc
 }

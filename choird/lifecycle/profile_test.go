@@ -25,6 +25,26 @@ func TestProfilePassesVerify(t *testing.T) {
 	}
 }
 
+// TestProfileHTTPTransport: with an endpoint, choir-agent dials choird's
+// HTTPS URL trusting only the CA in its read-only directory, and the
+// profile is otherwise the same (the same two mounts, nothing in env).
+func TestProfileHTTPTransport(t *testing.T) {
+	s := testSpec()
+	s.Endpoint = "https://172.17.0.1:9400"
+	cfg, hc := Profile(s)
+	if err := Verify(cfg, hc, s); err != nil {
+		t.Fatalf("Verify(Profile with an endpoint) = %v", err)
+	}
+	want := []string{"--control-plane=http", "--endpoint=https://172.17.0.1:9400", "--tls-ca=/run/choir/ca.pem"}
+	if strings.Join(cfg.Cmd, " ") != strings.Join(want, " ") {
+		t.Errorf("Cmd = %q; want %q", cfg.Cmd, want)
+	}
+	uds, udsHC := Profile(testSpec())
+	if len(hc.Mounts) != len(udsHC.Mounts) || strings.Join(cfg.Env, " ") != strings.Join(uds.Env, " ") {
+		t.Errorf("the HTTP profile differs beyond its command: mounts %v, env %v", hc.Mounts, cfg.Env)
+	}
+}
+
 func TestVerifyRefusesEachForbiddenSetting(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -173,15 +173,24 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 		return err
 	}
 	sockDir := filepath.Join(m.Home.AgentSocketDir(), r.AgentID)
-	sock, err := m.Sockets.ListenAgent(filepath.Join(sockDir, SocketName), r.AgentID)
-	if err != nil {
-		return fmt.Errorf("open the agent's control socket: %w", err)
-	}
-	r.socket = sock
 	spec := Spec{
 		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Instance: m.Instance, Image: r.Image,
 		WorkspacePath: wsPath, SocketDir: sockDir, HeartbeatMS: l.Config.HeartbeatIntervalMS,
 		Limits: l.Config.Container,
+	}
+	if m.HTTP != nil {
+		// The agent reaches choird's shared HTTPS endpoint; its directory
+		// holds only the CA it trusts for it.
+		if err := writeCA(sockDir, m.HTTP.CA); err != nil {
+			return err
+		}
+		spec.Endpoint = m.HTTP.URL
+	} else {
+		sock, err := m.Sockets.ListenAgent(filepath.Join(sockDir, SocketName), r.AgentID)
+		if err != nil {
+			return fmt.Errorf("open the agent's control socket: %w", err)
+		}
+		r.socket = sock
 	}
 	cfg, hc := Profile(spec)
 	if err := Verify(cfg, hc, spec); err != nil {

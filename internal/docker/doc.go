@@ -36,6 +36,7 @@
 //	GET    /containers/{id}/json             container_inspect.go  ContainerInspect
 //	GET    /containers/json?all=&filters=    container_list.go     ContainerList
 //	GET    /containers/{id}/logs             container_logs.go     ContainerLogs
+//	GET    /networks/{id}                    network_inspect.go    NetworkInspect
 //
 // # Errors
 //
