@@ -334,6 +334,7 @@ func (c *Client) run(ctx context.Context, name, line string, cont func(text stri
 			if err != nil {
 				c.w.WriteString("*\r\n") // cancel the exchange
 				c.w.Flush()
+				c.broken = err // its tagged answer is still unread
 				return nil, err
 			}
 			c.w.WriteString(answer + "\r\n")

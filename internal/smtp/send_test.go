@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -327,4 +328,39 @@ func TestMessageRefusesHeaderInjection(t *testing.T) {
 			t.Errorf("Bytes(%+v) = %q; want a refusal", m, raw)
 		}
 	}
+}
+
+// Whatever the model puts in a subject, a name or the text, the message
+// either is refused or has exactly the headers Bytes writes: nothing can
+// inject a Bcc or a second body.
+func FuzzMessage(f *testing.F) {
+	f.Add("hello", "Zoë", "a.txt", "text\r\n.\r\n")
+	f.Add("a\r\nBcc: x@evil.com", "x\"y", "b\r\n.pdf", "\x00")
+	f.Fuzz(func(t *testing.T, subject, name, file, text string) {
+		m := &Message{
+			From: "a@example.com", To: []string{(&mail.Address{Name: name, Address: "b@example.com"}).String()},
+			Subject: subject, Text: text, Attachments: []Attachment{{Name: file, Data: []byte(text)}},
+		}
+		raw, err := m.Bytes()
+		if err != nil {
+			return
+		}
+		msg, err := mail.ReadMessage(strings.NewReader(string(raw)))
+		if err != nil {
+			t.Fatalf("unreadable message: %v\n%q", err, raw)
+		}
+		var keys []string
+		for k := range msg.Header {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if got := strings.Join(keys, ","); got != "Content-Type,Date,From,Message-Id,Mime-Version,Subject,To" {
+			t.Fatalf("headers %s\n%q", got, raw)
+		}
+		for _, l := range strings.Split(string(raw), "\r\n") {
+			if len(l) > 998 || strings.ContainsAny(l, "\r\n") {
+				t.Fatalf("bad line %q", l)
+			}
+		}
+	})
 }

@@ -42,7 +42,7 @@ type body struct {
 func parseBody(raw []byte) body {
 	m, err := mail.ReadMessage(bytes.NewReader(raw))
 	if err != nil {
-		return body{Text: "(the message could not be read: " + err.Error() + ")"}
+		return body{Text: clean("(the message could not be read: " + err.Error() + ")")}
 	}
 	w := &walker{}
 	w.part(textproto.MIMEHeader(m.Header), m.Body, 0)

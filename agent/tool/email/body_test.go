@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseBody(t *testing.T) {
@@ -59,4 +60,33 @@ func TestTruncate(t *testing.T) {
 	if s, cut := truncate("ok", 5); s != "ok" || cut {
 		t.Errorf("truncate = %q %v", s, cut)
 	}
+}
+
+// Whatever a sender writes, parseBody returns valid UTF-8 without control
+// characters but tab and newline, and never panics.
+func FuzzParseBody(f *testing.F) {
+	f.Add([]byte(multipartMail))
+	f.Add([]byte(nested(3)))
+	f.Add([]byte("Content-Type: text/html\r\n\r\n<p>a &amp; b</p>"))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		b := parseBody(raw)
+		for _, s := range append([]string{b.Text}, names(b.Attachments)...) {
+			if !utf8.ValidString(s) {
+				t.Fatalf("invalid UTF-8: %q", s)
+			}
+			for _, r := range s {
+				if r < ' ' && r != '\n' && r != '\t' {
+					t.Fatalf("control character %U in %q", r, s)
+				}
+			}
+		}
+	})
+}
+
+func names(atts []attachmentInfo) []string {
+	var out []string
+	for _, a := range atts {
+		out = append(out, a.Name)
+	}
+	return out
 }
