@@ -151,11 +151,11 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 
 func (c *Client) setConn(conn net.Conn) {
 	c.conn = conn
-	max := int64(25 << 20)
+	limit := int64(25 << 20)
 	if c.p != nil {
-		max = c.p.maxLiteral
+		limit = c.p.maxLiteral
 	}
-	c.p = &parser{r: bufio.NewReaderSize(conn, 64<<10), maxLiteral: max}
+	c.p = &parser{r: bufio.NewReaderSize(conn, 64<<10), maxLiteral: limit}
 	c.w = bufio.NewWriter(conn)
 }
 

@@ -156,6 +156,24 @@ func TestStartTLS(t *testing.T) {
 	dial(t, srv, cfg)
 }
 
+// Plain-text bytes sent with the STARTTLS answer (an injection a
+// man-in-the-middle could make, CVE-2011-0411's kind) are refused, not
+// read as if they came over TLS.
+func TestStartTLSInjectionRefused(t *testing.T) {
+	srv, pool := serve(t, false, func(s *session) {
+		s.send("* OK [CAPABILITY IMAP4rev1 STARTTLS] hi")
+		s.expect("C001 STARTTLS")
+		s.conn.Write([]byte("C001 OK begin TLS\r\n* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\n"))
+		s.recv()
+	})
+	cfg := srv.config(pool)
+	cfg.TLS = StartTLS
+	_, err := Dial(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "sent data before the TLS handshake") {
+		t.Fatalf("Dial with injected bytes after STARTTLS = %v; want a refusal", err)
+	}
+}
+
 // A server that offers no STARTTLS never sees the password.
 func TestRefusesPlainTextLogin(t *testing.T) {
 	srv, pool := serve(t, false, func(s *session) {
