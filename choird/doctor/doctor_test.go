@@ -270,7 +270,7 @@ func TestLogs(t *testing.T) {
 	d := &Doctor{Home: h}
 	d.loaded = &config.Loaded{Config: &config.Config{Tunables: config.Tunables{LogRetentionDays: 30, LogRetentionMB: 1024}}}
 	rep := RunChecks(context.Background(), []Check{{"logs", d.checkLogs}}, 20*time.Second)
-	expect(t, rep, "logs", OK, "2 files, 3.0 MiB", "archive: 1 files, 3.0 MiB", "retention 30 days, 1024 MiB")
+	expect(t, rep, "logs", OK, "holds 3.0 MiB (archive 3.0 MiB)", "retention 30 days, 1024 MiB")
 
 	d.loaded.Config.LogRetentionMB = 2
 	rep = RunChecks(context.Background(), []Check{{"logs", d.checkLogs}}, 20*time.Second)

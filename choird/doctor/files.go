@@ -12,6 +12,7 @@ import (
 
 	"choir/choird/lifecycle"
 	"choir/internal/config"
+	"choir/internal/logs"
 	"choir/internal/rpc"
 )
 
@@ -149,46 +150,27 @@ func (d *Doctor) checkSockets(ctx context.Context) Result {
 	return ok("%s", detail)
 }
 
-// checkLogs reports the size of the log directory, and warns when the
-// archive holds more than log_retention_mb allows (retention has not run).
+// checkLogs reports the size of the log directory (logs.DirSize, as
+// choird measures it), and warns when the archive holds more than
+// log_retention_mb allows (retention has not run).
 func (d *Doctor) checkLogs(ctx context.Context) Result {
 	dir := d.Home.LogsDir()
-	archive := filepath.Join(dir, "archive")
-	var files, archived int
-	var total, archiveBytes int64
-	err := filepath.WalkDir(dir, func(path string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !e.Type().IsRegular() {
-			return nil
-		}
-		fi, err := e.Info()
-		if err != nil {
-			return nil // removed meanwhile (rotation)
-		}
-		files++
-		total += fi.Size()
-		if strings.HasPrefix(path, archive+string(filepath.Separator)) {
-			archived++
-			archiveBytes += fi.Size()
-		}
-		return nil
-	})
+	total, err := logs.DirSize(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return ok("%s does not exist yet (choird creates it at start)", dir)
 	}
 	if err != nil {
-		return bad(Fail, "run the doctor as choird's user, and check the directory's modes", "read %s: %v", dir, err)
+		return bad(Fail, "run the doctor as choird's user, and check the directory's modes", "%v", err)
 	}
-	detail := fmt.Sprintf("%s holds %d files, %s (archive: %d files, %s)", dir, files, size(total), archived, size(archiveBytes))
+	archived, err := logs.DirSize(filepath.Join(dir, "archive"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return bad(Fail, "run the doctor as choird's user, and check the directory's modes", "%v", err)
+	}
+	detail := fmt.Sprintf("%s holds %s (archive %s)", dir, size(total), size(archived))
 	if l := d.getLoaded(); l != nil {
 		days, mb := l.Config.LogRetentionDays, l.Config.LogRetentionMB
 		detail += fmt.Sprintf("; retention %s", retention(days, mb))
-		if mb > 0 && archiveBytes > int64(mb)<<20 {
+		if mb > 0 && archived > int64(mb)<<20 {
 			return bad(Warn, "choird prunes the archive while it runs: start it, or lower log_retention_mb / log_retention_days in config.json",
 				"%s, over log_retention_mb", detail)
 		}
