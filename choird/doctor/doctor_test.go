@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -69,6 +70,8 @@ func TestBrokenInstallations(t *testing.T) {
 		rep := run(t, &Doctor{Home: h, DockerHost: missingEngine(t)})
 		expect(t, rep, "secrets file", Fail, "mode 0644", "chmod 600 "+h.SecretsPath())
 		expect(t, rep, "config", Fail, "chmod 600")
+		// The config is still read: Postgres is checked all the same.
+		expect(t, rep, "postgres", Fail, "not reachable")
 	})
 	t.Run("secrets missing", func(t *testing.T) {
 		h := newHome(t, nil)
@@ -114,6 +117,32 @@ func TestBrokenInstallations(t *testing.T) {
 		if r := line(t, rep, "postgres"); strings.Contains(r.Detail+r.Fix, "pw-doctor-T3st") {
 			t.Errorf("the postgres line shows the password: %q", r.Detail)
 		}
+	})
+	t.Run("postgres hangs", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		go func() { // accept and never answer
+			var held []net.Conn
+			defer func() {
+				for _, c := range held {
+					c.Close()
+				}
+			}()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				held = append(held, c)
+			}
+		}()
+		h := newHome(t, func(cfg map[string]any) { cfg["postgres"].(map[string]any)["port"] = l.Addr().(*net.TCPAddr).Port })
+		rep := run(t, &Doctor{Home: h, DockerHost: missingEngine(t), Timeout: 3 * time.Second})
+		expect(t, rep, "postgres", Fail, "did not answer within", "start the server")
+		expect(t, rep, "logs", OK) // the checks after it ran
 	})
 	t.Run("choird not running", func(t *testing.T) {
 		h := newHome(t, nil)

@@ -27,6 +27,9 @@ func (d *Doctor) checkConfig(ctx context.Context) Result {
 			for i, p := range ps {
 				lines[i] = p.String()
 			}
+			if l := d.usableConfig(); l != nil {
+				d.set(ctx, func() { d.loaded = l })
+			}
 			return bad(Fail, fmt.Sprintf("fix each problem (`choird --check --home %s` lists them one a line)", d.Home.Dir),
 				"%d problem(s) in %s: %s", len(ps), d.Home.Dir, strings.Join(lines, "; "))
 		}
@@ -34,6 +37,31 @@ func (d *Doctor) checkConfig(ctx context.Context) Result {
 	}
 	d.set(ctx, func() { d.loaded = l })
 	return ok("%s and %s are valid (config %s, %d agents)", d.Home.ConfigPath(), d.Home.SecretsPath(), l.Version, len(l.Config.Agents))
+}
+
+// usableConfig is the configuration when what is wrong with it does not
+// stop the other checks from using it: the files parse and validate, and
+// only a file's mode or owner, or a check against the host, failed. Then
+// Postgres, the images and the clock are still checked, and the operator
+// learns everything at once.
+func (d *Doctor) usableConfig() *config.Loaded {
+	data, err := os.ReadFile(d.Home.ConfigPath())
+	if err != nil {
+		return nil
+	}
+	sdata, err := os.ReadFile(d.Home.SecretsPath())
+	if err != nil {
+		return nil
+	}
+	c, err := config.Parse(data)
+	if err != nil {
+		return nil
+	}
+	secrets, err := config.ParseSecrets(sdata)
+	if err != nil || config.Validate(c, secrets) != nil {
+		return nil
+	}
+	return &config.Loaded{Config: c, Secrets: secrets, Version: "(not valid)"}
 }
 
 // checkSecretsFile checks that secrets.json is a regular file of mode 0600
