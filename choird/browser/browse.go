@@ -278,7 +278,7 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 			return nil, err
 		}
 		res["screenshot"], res["bytes"] = path, n
-		summary = fmt.Sprintf("screenshot of %s saved as %s; send it with choir.dm.send", page.URL(), path)
+		summary = fmt.Sprintf("screenshot of %s saved as %s; it goes to the user with your next reply", page.URL(), path)
 	}
 	res["summary"] = summary
 	return json.Marshal(res)

@@ -18,8 +18,8 @@ const BrowseTool = rpc.HostToolWebBrowse
 const browseTimeout = 150 * time.Second
 
 const browseDescription = "Open a web page (http or https) in your own browser and read it: its readable text " +
-	"(mode text, the default), its links (mode links), or a PNG screenshot saved under .choirtmp/send/ that you " +
-	"can send with choir.dm.send (mode screenshot). Pages stay open in named tabs (tab, default \"main\"): leave out " +
+	"(mode text, the default), its links (mode links), or a PNG screenshot saved under .choirtmp/send/, which goes " +
+	"to the user with your next reply (mode screenshot). Pages stay open in named tabs (tab, default \"main\"): leave out " +
 	"url to read a tab as it is, or mode close to close it. Before reading, actions can click an element, fill a " +
 	"field or wait for an element to appear (selectors are CSS, or Playwright's text=...). Cookies and storage " +
 	"last for your session and are yours alone. Long pages are cut at max_chars; the result says when."
