@@ -22,16 +22,37 @@ type Dovecot struct {
 	LMTPPort int
 	Cert     *Cert
 	// Dir holds the config, the log (dovecot.log) and the mail.
-	Dir string
+	Dir  string
+	proc *process
 }
 
 // StartDovecot starts Dovecot listening on host (127.0.0.1 when empty)
-// with cert, and stops it when the test ends.
+// with cert, and stops it when the test ends (showing its log if the test
+// failed).
 func StartDovecot(t testing.TB, host string, cert *Cert) *Dovecot {
 	t.Helper()
-	bin := need(t, "dovecot", "dovecot-imapd dovecot-lmtpd")
+	d, err := RunDovecot(host, cert)
+	check(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := os.ReadFile(filepath.Join(d.Dir, "dovecot.log"))
+			t.Logf("dovecot.log:\n%s", out)
+		}
+		d.Stop()
+	})
+	return d
+}
+
+// RunDovecot starts Dovecot listening on host (127.0.0.1 when empty) with
+// cert, in a new directory under /tmp; Stop ends it and removes the
+// directory.
+func RunDovecot(host string, cert *Cert) (*Dovecot, error) {
+	bin, err := find("dovecot", "dovecot-imapd dovecot-lmtpd")
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat("/usr/lib/dovecot/lmtp"); err != nil {
-		testkitUnavailable(t, "dovecot's lmtp is missing (apt-get install -y --no-install-recommends dovecot-lmtpd)")
+		return nil, &MissingError{What: "dovecot's lmtp", Install: "dovecot-lmtpd"}
 	}
 	if host == "" {
 		host = "127.0.0.1"
@@ -39,36 +60,60 @@ func StartDovecot(t testing.TB, host string, cert *Cert) *Dovecot {
 	// A short directory: Dovecot refuses a long base_dir ("File name too long").
 	dir, err := os.MkdirTemp("/tmp", "dv")
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	os.Chmod(dir, 0o755)
-	d := &Dovecot{Host: host, Cert: cert, Dir: dir,
-		IMAPPort: freePort(t, host), IMAPSPort: freePort(t, host), LMTPPort: freePort(t, host)}
+	d := &Dovecot{Host: host, Cert: cert, Dir: dir}
+	if err := d.start(bin); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return d, nil
+}
 
+// Stop ends Dovecot and removes its directory.
+func (d *Dovecot) Stop() {
+	if d.proc != nil {
+		d.proc.stop()
+	}
+	os.RemoveAll(d.Dir)
+}
+
+func (d *Dovecot) start(bin string) error {
+	dir, host := d.Dir, d.Host
+	os.Chmod(dir, 0o755)
+	for _, p := range []*int{&d.IMAPPort, &d.IMAPSPort, &d.LMTPPort} {
+		port, err := freePort(host)
+		if err != nil {
+			return err
+		}
+		*p = port
+	}
 	// Mail belongs to an unprivileged uid: nobody when we are root, else us.
 	uid, gid, login, internal := os.Getuid(), os.Getgid(), "", ""
 	if uid == 0 {
 		nobody, err := user.Lookup("nobody")
 		if err != nil {
-			testkitUnavailable(t, "no user nobody for Dovecot's mail: %v", err)
+			return fmt.Errorf("no user nobody for Dovecot's mail: %v", err)
 		}
 		fmt.Sscan(nobody.Uid, &uid)
 		fmt.Sscan(nobody.Gid, &gid)
 		login, internal = "dovenull", "dovecot"
 	} else {
-		me, _ := user.Current()
+		me, err := user.Current()
+		if err != nil {
+			return err
+		}
 		login, internal = me.Username, me.Username
 	}
 	mail := filepath.Join(dir, "mail", User)
 	if err := os.MkdirAll(mail, 0o755); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	os.Chown(filepath.Join(dir, "mail"), uid, gid)
 	os.Chown(mail, uid, gid)
 	users := fmt.Sprintf("%s:{PLAIN}%s:%d:%d::%s::\n", User, Password, uid, gid, mail)
 	if err := os.WriteFile(filepath.Join(dir, "users"), []byte(users), 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	conf := fmt.Sprintf(`base_dir = %[1]s/run
 state_dir = %[1]s/state
@@ -113,35 +158,32 @@ service lmtp {
     port = %[9]d
   }
 }
-`, dir, host, cert.CertFile, cert.KeyFile, login, internal, d.IMAPPort, d.IMAPSPort, d.LMTPPort)
+`, dir, host, d.Cert.CertFile, d.Cert.KeyFile, login, internal, d.IMAPPort, d.IMAPSPort, d.LMTPPort)
 	confFile := filepath.Join(dir, "dovecot.conf")
 	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
+		return err
 	}
-	log := filepath.Join(dir, "stderr.log")
-	p := start(t, exec.Command(bin, "-F", "-c", confFile), log)
-	p.waitFor(t, "dovecot", log, func() bool {
+	p, err := start(exec.Command(bin, "-F", "-c", confFile), filepath.Join(dir, "stderr.log"))
+	if err != nil {
+		return err
+	}
+	d.proc = p
+	return p.waitFor("dovecot", func() bool {
 		return greets(hostPort(host, d.IMAPPort), "* OK") && greets(hostPort(host, d.LMTPPort), "220")
 	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			out, _ := os.ReadFile(filepath.Join(dir, "dovecot.log"))
-			t.Logf("dovecot.log:\n%s", out)
-		}
-	})
-	return d
 }
 
 // Deliver puts one raw message (CRLF or LF line ends) into User's INBOX
 // over LMTP.
 func (d *Dovecot) Deliver(t testing.TB, raw string) {
 	t.Helper()
-	if err := d.deliver(raw); err != nil {
+	if err := d.Put(raw); err != nil {
 		t.Fatalf("deliver over LMTP: %v", err)
 	}
 }
 
-func (d *Dovecot) deliver(raw string) error {
+// Put is Deliver for programs.
+func (d *Dovecot) Put(raw string) error {
 	nc, err := net.DialTimeout("tcp", hostPort(d.Host, d.LMTPPort), 5*time.Second)
 	if err != nil {
 		return err

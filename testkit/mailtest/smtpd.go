@@ -12,8 +12,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"choir/testkit"
 )
 
 //go:embed smtpd.py
@@ -26,6 +24,7 @@ type SMTP struct {
 	Port int
 	Cert *Cert
 	dir  string
+	proc *process
 }
 
 // Received is one message the SMTP server accepted.
@@ -56,32 +55,52 @@ func StartSMTPS(t testing.TB, host string, cert *Cert) *SMTP {
 
 func startSMTP(t testing.TB, host string, cert *Cert, implicit bool) *SMTP {
 	t.Helper()
+	s, err := RunSMTP(t.TempDir(), host, cert, implicit)
+	check(t, err)
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// RunSMTP starts aiosmtpd in dir listening on host (127.0.0.1 when empty)
+// with cert: STARTTLS required, or TLS from the first byte when implicit.
+// Stop ends it.
+func RunSMTP(dir, host string, cert *Cert, implicit bool) (*SMTP, error) {
 	py := "/usr/bin/python3" // the python3 first on PATH may lack aiosmtpd
-	if out, err := exec.Command(py, "-c", "import aiosmtpd").CombinedOutput(); err != nil {
-		testkitUnavailable(t, "aiosmtpd is not importable by %s (apt-get install -y --no-install-recommends python3-aiosmtpd): %v %s", py, err, out)
+	if err := exec.Command(py, "-c", "import aiosmtpd").Run(); err != nil {
+		return nil, &MissingError{What: "aiosmtpd for " + py, Install: "python3-aiosmtpd"}
 	}
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	dir := t.TempDir()
-	s := &SMTP{Host: host, Port: freePort(t, host), Cert: cert, dir: filepath.Join(dir, "received")}
-	os.Mkdir(s.dir, 0o755)
+	port, err := freePort(host)
+	if err != nil {
+		return nil, err
+	}
+	s := &SMTP{Host: host, Port: port, Cert: cert, dir: filepath.Join(dir, "received")}
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return nil, err
+	}
 	script := filepath.Join(dir, "smtpd.py")
 	if err := os.WriteFile(script, smtpdScript, 0o644); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	log := filepath.Join(dir, "smtpd.log")
-	args := []string{script, host, itoa(s.Port), cert.CertFile, cert.KeyFile, User, Password, s.dir}
+	args := []string{script, host, strconv.Itoa(s.Port), cert.CertFile, cert.KeyFile, User, Password, s.dir}
 	if implicit {
 		args = append(args, "implicit")
 	}
-	p := start(t, exec.Command(py, args...), log)
-	p.waitFor(t, "aiosmtpd", log, func() bool {
+	log := filepath.Join(dir, "smtpd.log")
+	if s.proc, err = start(exec.Command(py, args...), log); err != nil {
+		return nil, err
+	}
+	err = s.proc.waitFor("aiosmtpd", func() bool {
 		out, _ := os.ReadFile(log)
 		return strings.Contains(string(out), "ready") // the Controller itself waited for the greeting
 	})
-	return s
+	return s, err
 }
+
+// Stop ends the server.
+func (s *SMTP) Stop() { s.proc.stop() }
 
 // Messages returns the messages accepted so far, oldest first.
 func (s *SMTP) Messages(t testing.TB) []Received {
@@ -120,11 +139,4 @@ func (s *SMTP) WaitMessages(t testing.TB, n int) []Received {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-func testkitUnavailable(t testing.TB, format string, args ...any) {
-	t.Helper()
-	testkit.Unavailable(t, format, args...)
 }
