@@ -13,6 +13,7 @@ import (
 	"choir/choird/approval/postgres"
 	"choir/choird/build"
 	"choir/choird/control"
+	"choir/choird/evolve"
 	"choir/choird/gateway"
 	"choir/choird/lifecycle"
 	"choir/choird/store"
@@ -133,6 +134,7 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		Store: postgres.New(st), Notifier: notifiers{gw, consoleNotifier{console: &plane.Console}},
 		Timeout: time.Duration(l.Config.ApprovalTimeoutMS) * time.Millisecond,
 		Log:     log.With(logs.KeySystem, "approval"),
+		Apply:   applier(plane, m, log.With(logs.KeySystem, "evolve")).Apply,
 		OnDecision: func(ctx context.Context, a approval.Approval) error {
 			if _, ok := m.Sessions.Publish(a.SessionID, rpc.EventApproval, a.Decision()); !ok {
 				return fmt.Errorf("session %s is not connected", a.SessionID)
@@ -187,4 +189,34 @@ func transcriber(t *config.Transcription, secrets config.Secrets) (gateway.Trans
 		return nil, fmt.Errorf("config.json transcription.endpoint: %w", err)
 	}
 	return gateway.OpenAITranscriber{Client: c, Model: t.Model, Language: t.Language}, nil
+}
+
+// applier carries out approved proposals (choird/evolve), telling the
+// agent's DM: its running session's, else its default.
+func applier(plane *control.Plane, m *lifecycle.Manager, log *slog.Logger) *evolve.Applier {
+	bindings := func(agentID string) (rpc.ResourceBindings, bool) {
+		st, err := m.Status(agentID)
+		if err != nil || st.Bindings == nil {
+			return rpc.ResourceBindings{}, false
+		}
+		return *st.Bindings, true
+	}
+	return &evolve.Applier{
+		Config:   plane.Config,
+		Bindings: bindings,
+		Update:   plane.UpdateAgent,
+		Tell: func(ctx context.Context, agentID, text string) {
+			dm := plane.Config().Config.Agents[agentID].Defaults.DM
+			if b, ok := bindings(agentID); ok {
+				dm = b.DM
+			}
+			if m.Outbox == nil || dm == "" {
+				return
+			}
+			if err := m.Outbox.Deliver(ctx, agentID, dm, rpc.DMSend{Kind: rpc.DMNotice, Text: text}); err != nil {
+				log.Warn("notice not delivered", "agent_id", agentID, logs.KeyError, err.Error())
+			}
+		},
+		Log: log,
+	}
 }

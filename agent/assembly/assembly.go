@@ -117,7 +117,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return resp.Output, nil
 	}
 	var known func(string) bool // the registry, once built, for proposed skills
-	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic,
+	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic, SessionID: rt.sess.ID().SessionID,
 		Known: func(name string) bool { return known != nil && known(name) }})
 	tools, err := tool.Load(builtins, filepath.Join(rt.cfg.ChoirDir, "tools", "global"), filepath.Join(rt.cfg.ChoirDir, "tools", "agent"))
 	if err != nil {

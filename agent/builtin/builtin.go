@@ -39,6 +39,9 @@ type Deps struct {
 	// account); the world tools read it per call, so `model set`,
 	// `voice set` and secret changes apply to the next call.
 	Dynamic func() config.Dynamic
+	// SessionID is the session's id: choir.propose.repo_change accepts
+	// only its own proposal/<session-id>/ branches.
+	SessionID string
 	// Workspace configures the workspace tools (choir.exec, choir.fs.*).
 	Workspace workspace.Options
 }
@@ -67,6 +70,7 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, workspace.Tools(d.Workspace)...)
 	out = append(out, lane.Tools(d.Host)...)
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
+	out = append(out, tool.ProposeRepoChange(d.Propose, d.SessionID))
 	out = append(out, web.Browse(d.Host))
 	out = append(out, web.NewSearch(d.Dynamic, nil), notion.NewQuery(d.Dynamic, nil), tts.NewSpeak(d.Dynamic, nil))
 	out = append(out, email.Tools(d.Dynamic)...)

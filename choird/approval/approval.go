@@ -123,10 +123,41 @@ var (
 	ErrNotAllowed = errors.New("not allowed to decide this approval")
 )
 
-// Summarize is a one-line summary of a request whose agent gave none: the
-// payload's "summary", "description", "title" or "name" string, else the
-// request type and the payload's start.
+// Summarize is a one-line summary of a request whose agent gave none: for
+// the proposals of choir.propose.* what is proposed and why (a repo change
+// names the branch to review), else the payload's "summary",
+// "description", "title" or "name" string, else the request type and the
+// payload's start.
 func Summarize(requestType string, payload json.RawMessage) string {
+	var pr struct {
+		Spec     struct{ Name string } `json:"spec"`
+		Manifest struct {
+			LLM struct{ Name string } `json:"llm"`
+		} `json:"manifest"`
+		Change      string `json:"change"`
+		Branch      string `json:"branch"`
+		Description string `json:"description"`
+		Rationale   string `json:"rationale"`
+	}
+	if p := &pr; json.Unmarshal(payload, p) == nil {
+		var s string
+		switch {
+		case requestType == "skill" && p.Spec.Name != "":
+			s = "new or changed skill " + p.Spec.Name + ": " + p.Rationale
+		case requestType == "tool" && p.Manifest.LLM.Name != "":
+			s = "new or changed tool " + p.Manifest.LLM.Name + " (manifest only; a person writes its code): " + p.Rationale
+		case requestType == "config_change" && p.Change != "":
+			s = "configuration change: " + p.Change + " (" + p.Rationale + ")"
+		case requestType == "repo_change" && p.Branch != "":
+			s = "merge branch " + p.Branch + " into the agent's repo (review it first: git log -p " + p.Branch + "): " + p.Description
+		}
+		if s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSuffix(s, ": "), " ()")); s != "" {
+			if r := []rune(s); len(r) > 400 {
+				s = string(r[:400]) + "…"
+			}
+			return s
+		}
+	}
 	var fields map[string]any
 	if json.Unmarshal(payload, &fields) == nil {
 		for _, k := range []string{"summary", "description", "title", "name"} {

@@ -58,6 +58,10 @@ type Config struct {
 	// OnDecision tells the agent: choird publishes a.Decision() as an
 	// rpc.EventApproval on the agent's session. nil drops it.
 	OnDecision func(ctx context.Context, a Approval) error
+	// Apply carries out an approved request (§8.10, §20: commit, build,
+	// update). It runs in the background under the service's context,
+	// which Close ends; nil applies nothing.
+	Apply func(ctx context.Context, a Approval)
 	// Timeout is approval_timeout_ms; <= 0 means requests never time out.
 	Timeout time.Duration
 	// Log gets a line per request, decision, refusal and timeout.
@@ -244,6 +248,19 @@ func (s *Service) finish(ctx context.Context, a Approval) {
 		if err := s.cfg.Notifier.Decided(ctx, a); err != nil {
 			s.log.Warn("approval outcome not shown in the DM", keyApproval, a.ID, keyAgent, a.AgentID, keyError, err.Error())
 		}
+	}
+	if a.Status == Approved && s.cfg.Apply != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed {
+			s.log.Warn("approved while choird stops: not applied", keyApproval, a.ID, keyAgent, a.AgentID)
+			return
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.cfg.Apply(s.base, a)
+		}()
 	}
 }
 

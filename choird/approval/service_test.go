@@ -224,9 +224,53 @@ func TestListAndSummarize(t *testing.T) {
 		{"config_change", `{}`, "config_change"},
 		{"config_change", `{"a":1}`, `config_change {"a":1}`},
 		{"tool_proposal", `{"title":" T "}`, "T"},
+		{"skill", `{"spec":{"name":"triage","states":{}},"rationale":"the user asked"}`, "new or changed skill triage: the user asked"},
+		{"tool", `{"manifest":{"llm":{"name":"acme.wc"}},"rationale":"count words"}`, "new or changed tool acme.wc (manifest only; a person writes its code): count words"},
+		{"config_change", `{"change":"use o3 for core","rationale":"harder tasks"}`, "configuration change: use o3 for core (harder tasks)"},
+		{"repo_change", `{"branch":"proposal/s1/soul","description":"calmer"}`, "merge branch proposal/s1/soul into the agent's repo (review it first: git log -p proposal/s1/soul): calmer"},
 	} {
 		if got := approval.Summarize(tc.typ, json.RawMessage(tc.payload)); got != tc.want {
 			t.Errorf("Summarize(%s, %s) = %q; want %q", tc.typ, tc.payload, got, tc.want)
 		}
+	}
+}
+
+// TestApprovedRequestsAreApplied: an approval runs Apply once with the
+// approved request, in the background; a rejection and a timeout never
+// do; Close waits for an Apply in progress.
+func TestApprovedRequestsAreApplied(t *testing.T) {
+	clock := approvaltest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	var applied []approval.Approval
+	svc := approval.New(approval.Config{Store: approvaltest.NewStore(clock.Now), Timeout: timeout, Clock: clock,
+		Apply: func(ctx context.Context, a approval.Approval) {
+			mu.Lock()
+			applied = append(applied, a)
+			mu.Unlock()
+		}})
+	ctx := t.Context()
+	ask := func(summary string) approval.Approval {
+		a, err := svc.Request(ctx, "alpha", "s-1", "skill", summary, json.RawMessage(`{"spec":{}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	yes, no, late := ask("skill yes"), ask("skill no"), ask("skill late")
+	if _, err := svc.Decide(ctx, yes.ID, true, approval.Operator("choirctl")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.Decide(ctx, no.ID, false, approval.Operator("choirctl")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(2 * timeout) // late times out: rejected
+	svc.Close()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(applied) != 1 || applied[0].ID != yes.ID || applied[0].Status != approval.Approved || string(applied[0].Payload) != `{"spec":{}}` {
+		t.Fatalf("applied %+v; want only %s (approved), with its payload", applied, yes.ID)
+	}
+	if got, _ := svc.Get(ctx, late.ID); got.Status == approval.Approved {
+		t.Error("the timed-out request was approved")
 	}
 }
