@@ -24,18 +24,42 @@ import (
 // TERMINATE_SELF.
 type lanesChoird struct {
 	*fakeChoird
-	dyn config.Dynamic
+	dyn    config.Dynamic
+	gitDir string // the runtime's GitDir ("": none)
 
 	mu        sync.Mutex
 	terminate []string
+	version   int64 // dyn's version once setDynamic changed it (0: 1)
+}
+
+// setDynamic makes d the config, at the next version: heartbeats announce
+// it and the agent fetches it.
+func (c *lanesChoird) setDynamic(d config.Dynamic) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.version = max(c.version, 1) + 1
+	d.Version, c.dyn = c.version, d
+}
+
+func (c *lanesChoird) current() (int64, config.Dynamic) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return max(c.version, 1), c.dyn
 }
 
 func (c *lanesChoird) HandleFetchConfig(_ context.Context, r rpc.ConfigReq) (rpc.ConfigResp, error) {
-	if r.CurrentConfigVersion >= 1 {
-		return rpc.ConfigResp{ConfigVersion: 1}, nil
+	v, d := c.current()
+	if r.CurrentConfigVersion >= v {
+		return rpc.ConfigResp{ConfigVersion: v}, nil
 	}
-	raw, err := json.Marshal(c.dyn)
-	return rpc.ConfigResp{ConfigVersion: 1, Config: raw}, err
+	raw, err := json.Marshal(d)
+	return rpc.ConfigResp{ConfigVersion: v, Config: raw}, err
+}
+
+func (c *lanesChoird) HandleHeartbeat(ctx context.Context, r rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
+	resp, err := c.fakeChoird.HandleHeartbeat(ctx, r)
+	resp.ConfigVersionLatest, _ = c.current()
+	return resp, err
 }
 
 func (c *lanesChoird) HandleTerminate(_ context.Context, r rpc.TerminateReq) (rpc.TerminateResp, error) {
@@ -70,7 +94,7 @@ func runtimeFor(t *testing.T, c *lanesChoird) (*rpc.Server, *session.Session, *t
 	logs := &testkit.Buffer{}
 	log := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	sess := session.New(cp, session.Identity{AgentID: "agent-1", SessionID: "s-1"}, rpc.ImageInfo{ImageVersion: "v"}, 10*time.Millisecond, log)
-	New(cp, sess, Config{ChoirDir: choir, Workspace: t.TempDir(), Log: log}).Attach()
+	New(cp, sess, Config{ChoirDir: choir, Workspace: t.TempDir(), Log: log, GitDir: c.gitDir, GitHelper: "/choir/bin/git-cred-helper"}).Attach()
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Log(logs.String())
