@@ -42,6 +42,10 @@ func (d *Doctor) checkClock(ctx context.Context) Result {
 	if hc == nil {
 		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
+	// Offline, a connection may hang rather than fail: stop asking before
+	// the check's deadline and skip, as for any other offline answer.
+	ctx, cancel := context.WithTimeout(ctx, d.inner())
+	defer cancel()
 	var tried []string
 	for _, ep := range endpoints {
 		host := hostOf(ep)

@@ -154,6 +154,11 @@ func (d *Doctor) timeout() time.Duration {
 	return DefaultTimeout
 }
 
+// inner is the deadline a check gives what it asks of the outside world
+// (a server, a remote, an endpoint), so that it can still say what did not
+// answer before its own deadline cuts it off.
+func (d *Doctor) inner() time.Duration { return d.timeout() * 3 / 5 }
+
 func (d *Doctor) now() time.Time {
 	if d.Now != nil {
 		return d.Now()

@@ -119,27 +119,8 @@ func TestBrokenInstallations(t *testing.T) {
 		}
 	})
 	t.Run("postgres hangs", func(t *testing.T) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		go func() { // accept and never answer
-			var held []net.Conn
-			defer func() {
-				for _, c := range held {
-					c.Close()
-				}
-			}()
-			for {
-				c, err := l.Accept()
-				if err != nil {
-					return
-				}
-				held = append(held, c)
-			}
-		}()
-		h := newHome(t, func(cfg map[string]any) { cfg["postgres"].(map[string]any)["port"] = l.Addr().(*net.TCPAddr).Port })
+		port := silentPort(t)
+		h := newHome(t, func(cfg map[string]any) { cfg["postgres"].(map[string]any)["port"] = port })
 		rep := run(t, &Doctor{Home: h, DockerHost: missingEngine(t), Timeout: 3 * time.Second})
 		expect(t, rep, "postgres", Fail, "did not answer within", "start the server")
 		expect(t, rep, "logs", OK) // the checks after it ran
@@ -277,13 +258,14 @@ func TestClock(t *testing.T) {
 		{"behind", models(offline, srv.URL+"/v1"), -30 * time.Second, Warn, "behind"},
 		{"far ahead", models(srv.URL + "/v1"), 10 * time.Minute, Fail, "10m"},
 		{"offline", models(offline), 0, Skip, "offline"},
+		{"offline, connections hang", models("http://127.0.0.1:" + itoa(silentPort(t)) + "/v1"), 0, Skip, "offline"},
 		{"no models", models(), 0, Skip, "no model endpoint"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			d := &Doctor{Now: func() time.Time { return time.Now().Add(tt.skew) }}
+			d := &Doctor{Now: func() time.Time { return time.Now().Add(tt.skew) }, Timeout: 3 * time.Second}
 			d.loaded = tt.loaded
-			rep := RunChecks(context.Background(), []Check{{"clock", d.checkClock}}, 20*time.Second)
+			rep := RunChecks(context.Background(), []Check{{"clock", d.checkClock}}, d.Timeout)
 			expect(t, rep, "clock", tt.status, tt.want)
 		})
 	}
@@ -335,3 +317,46 @@ func TestReportFormats(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// silentPort is a loopback port that accepts connections and never
+// answers, until the test ends.
+func silentPort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				for _, c := range held {
+					c.Close()
+				}
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	t.Cleanup(func() { l.Close(); <-done })
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestRemoteThatHangs: a repository host that never answers leaves the
+// image found, with a warning that its head is unknown, before the
+// check's deadline.
+func TestRemoteThatHangs(t *testing.T) {
+	global, g1 := gitRepo(t)
+	hung := "http://127.0.0.1:" + itoa(silentPort(t)) + "/agent.git"
+	cfg := &config.Config{GlobalRepo: config.Repo{URL: global, Ref: "main"}, Agents: map[string]config.Agent{"a": {Repo: config.Repo{URL: hung}}}}
+	images := map[string]image{"choir-agent-a:latest": {id: "sha256:" + strings.Repeat("1", 64), created: time.Now(),
+		labels: map[string]string{build.LabelGlobalCommit: g1, build.LabelAgentCommit: strings.Repeat("a", 40)}}}
+	d := &Doctor{Home: newHome(t, nil), DockerHost: fakeEngine(t, "overlay2", t.TempDir(), images), Timeout: 5 * time.Second}
+	d.loaded = &config.Loaded{Config: cfg}
+	rep := RunChecks(context.Background(), append([]Check{{"docker engine", d.checkEngine}}, d.imageChecks()...), d.Timeout)
+	defer d.getEngine().Close()
+	expect(t, rep, "agent image a", Warn, "choir-agent-a:latest", "agent repo (http://127.0.0.1:", "no answer within")
+}

@@ -21,8 +21,8 @@ func (d *Doctor) checkPostgres(ctx context.Context) Result {
 	pg := l.Config.Postgres
 	where := net.JoinHostPort(pg.Host, strconv.Itoa(pg.Port)) + "/" + pg.Database
 	user, password := config.SplitCredentials(l.Secrets[pg.Secret])
-	// Leave a fifth of the deadline to say what went wrong.
-	cctx, cancel := context.WithTimeout(ctx, d.timeout()*4/5)
+	// Leave part of the deadline to say what went wrong.
+	cctx, cancel := context.WithTimeout(ctx, d.inner())
 	defer cancel()
 	st, err := store.Open(cctx, store.Config{
 		Host: pg.Host, Port: pg.Port, Database: pg.Database, User: user, Password: password,
@@ -55,7 +55,7 @@ func (d *Doctor) checkPostgres(ctx context.Context) Result {
 func (d *Doctor) postgresDown(where string, err error) Result {
 	msg := err.Error()
 	if strings.Contains(msg, "context deadline exceeded") {
-		msg = fmt.Sprintf("postgres at %s did not answer within %s", where, d.timeout()*4/5)
+		msg = fmt.Sprintf("postgres at %s did not answer within %s", where, d.inner())
 	}
 	if st := d.getStatus(); st != nil && st.Healthy && !degradedBy(st.Degraded, "Postgres") {
 		return bad(Warn, "nothing to do if the server serves one connection at a time (PGlite -m 1); otherwise check its max_connections",
