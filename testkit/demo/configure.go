@@ -115,6 +115,7 @@ func (d *demo) configure(ctx context.Context) error {
 	agents := cfg["agents"].(map[string]any)
 	agent := agents[d.agent].(map[string]any)
 	agent["defaults"] = map[string]any{"workspace": "demo-ws", "llm": "demo-model", "git_identity": "demo", "dm": "operator"}
+	d.addMail(cfg, agent["defaults"].(map[string]any), secrets)
 	out, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return err

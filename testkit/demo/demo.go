@@ -32,6 +32,7 @@ type demo struct {
 	choird     *exec.Cmd
 	choirdDone chan error
 	agent      string
+	mail       *demoMail // nil when the mail packages are missing
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.stdout, "== "+format+"\n", args...) }
@@ -63,6 +64,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Postgres with pgvector", d.postgres},
 		{"Debian base image", d.debian},
 		{"model", d.startModel},
+		{"mail servers", d.mailServers},
 		{"home, repos and config", d.configure},
 		{"choird", d.startChoird},
 		{"agent image", d.build},
@@ -76,7 +78,7 @@ func (d *demo) run(ctx context.Context) error {
 	if d.script {
 		return d.scripted(ctx)
 	}
-	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, file: hello, core: look around)", d.agent)
+	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, file: hello, core: look around, check mail)", d.agent)
 	d.say("files the agent sends are saved in %s", d.filesDir())
 	return d.ctl(ctx, d.stdin, d.stdout, "chat", d.agent, "--files", d.filesDir())
 }
@@ -263,6 +265,7 @@ func (d *demo) teardown() {
 	if d.model != nil {
 		d.model.Close()
 	}
+	d.stopMail()
 	if d.pgDir != "" {
 		d.script1(ctx, "testkit/pgtest/pglite.sh", "stop", d.pgDir)
 	}

@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 
 // TestDemoScriptedConversation runs make demo's program without a terminal:
 // a chat turn, a file listing, a note written to the workspace, a core job
-// and its report; then checks that everything it started is gone.
+// and its report, checking, reading and sending email on the bridge; then
+// checks that everything it started is gone.
 func TestDemoScriptedConversation(t *testing.T) {
 	dc := dockertest.Engine(t) // the demo uses the same engine (DOCKER_HOST)
 	if os.Getenv(docker.HostEnv) == "" {
@@ -36,7 +37,8 @@ func TestDemoScriptedConversation(t *testing.T) {
 	t.Setenv("CHOIR_DEMO_HOME", "")
 	files := t.TempDir()
 	t.Setenv("CHOIR_DEMO_FILES", files)
-	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\nfile: greeting\ncore: look around the workspace\n"
+	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\nfile: greeting\ncore: look around the workspace\n" +
+		"check mail\nread mail\nmail bob@example.com: lunch at noon?\n"
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -58,6 +60,24 @@ func TestDemoScriptedConversation(t *testing.T) {
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, got)
+		}
+	}
+	// Email on the bridge, when the mail packages are there (make test
+	// installs them; without them the demo says it goes without email).
+	if strings.Contains(got, "email: skipped") {
+		if testkit.Strict() {
+			t.Errorf("the demo went without email under %s=1:\n%s", testkit.StrictEnv, got)
+		}
+	} else {
+		for _, want := range []string{
+			"1 unseen of 1 message in INBOX; newest: \"Welcome to the demo's mailbox\" from Choir <hello@choir.test>",
+			"1 of 1 unseen messages in INBOX, 1 marked seen",
+			"This message waits in the agent's mailbox",
+			`sent "lunch at noon?" to bob@example.com`,
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("demo output lacks %q:\n%s", want, got)
+			}
 		}
 	}
 	if data, err := os.ReadFile(filepath.Join(files, "greeting.txt")); err != nil || !strings.Contains(string(data), "a file from the demo model") {

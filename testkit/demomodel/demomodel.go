@@ -12,6 +12,10 @@
 //   - "file <name>" writes .choirtmp/send/<name>.txt, which goes to the
 //     DM with the reply;
 //   - "core <task>" (or "background …") calls choir.core.spawn;
+//   - "propose skill <name>" proposes a small skill (choir.propose.skill)
+//     for a human to approve;
+//   - "check mail" calls choir.email.check, "read mail" choir.email.receive
+//     (marking what it read seen), "mail <address>: <text>" choir.email.send;
 //   - anything else gets a short reply saying what it can do;
 //   - after tool results it answers with a one-line account of them.
 //
@@ -112,6 +116,11 @@ var (
 	noteRE = regexp.MustCompile(`(?i)\bnote:?\s+(.+)`)
 	coreRE = regexp.MustCompile(`(?i)\b(core|background)\b:?\s*(.*)`)
 	fileRE = regexp.MustCompile(`(?i)\bfile:?\s+([A-Za-z0-9_-]+)`)
+	mailRE = regexp.MustCompile(`(?i)^\s*(?:e?mail|send mail to)\s+([^\s:]+@[^\s:]+):?\s*(.*)$`)
+	// checkMailRE and readMailRE come before readRE: "read mail" is not a file.
+	checkMailRE = regexp.MustCompile(`(?i)\b(check|any)\s+(my\s+|new\s+)?e?mails?\b`)
+	readMailRE  = regexp.MustCompile(`(?i)\b(read|fetch|show)\s+(my\s+|the\s+|new\s+)?e?mails?\b`)
+	skillRE     = regexp.MustCompile(`(?i)\bpropose\s+(?:a\s+)?skill\s+([a-z][a-z0-9_-]{0,40})`)
 )
 
 // decide picks the reply: text, or tool calls by their wire names.
@@ -138,6 +147,21 @@ func decide(req request, offered map[string]string) (string, []call) {
 	text := contentText(last.Content)
 	lower := strings.ToLower(text)
 	switch {
+	case skillRE.MatchString(text) && find(offered, "choir_propose_skill") != "":
+		return "", []call{{find(offered, "choir_propose_skill"), map[string]any{"spec": proposedSkill(skillRE.FindStringSubmatch(text)[1]),
+			"rationale": "the user asked for it"}}}
+	case checkMailRE.MatchString(text) && find(offered, "choir_email_check") != "":
+		return "", []call{{find(offered, "choir_email_check"), map[string]any{}}}
+	case readMailRE.MatchString(text) && find(offered, "choir_email_receive") != "":
+		return "", []call{{find(offered, "choir_email_receive"), map[string]any{"mark_seen": true}}}
+	case mailRE.MatchString(text) && find(offered, "choir_email_send") != "":
+		m := mailRE.FindStringSubmatch(text)
+		body := strings.TrimSpace(m[2])
+		if body == "" {
+			body = "hello"
+		}
+		return "", []call{{find(offered, "choir_email_send"), map[string]any{"to": []string{m[1]},
+			"subject": firstLine(body), "body": body + "\n\n(sent by choir's demo model)\n"}}}
 	case strings.Contains(lower, "list") && strings.Contains(lower, "file"):
 		if exec := find(offered, "choir_exec"); exec != "" {
 			return "", []call{{exec, map[string]any{"command": "ls -la"}}}
@@ -166,7 +190,19 @@ func decide(req request, offered map[string]string) (string, []call) {
 				"context_bundle": map[string]any{"facts": []string{}, "excerpts": []string{}, "constraints": []string{}}}}}
 		}
 	}
-	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\", send a \"file <name>\" or start a \"core <task>\".", firstLine(text)), nil
+	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\", send a \"file <name>\", start a \"core <task>\", \"check mail\", \"read mail\" or \"mail <address>: <text>\".", firstLine(text)), nil
+}
+
+// proposedSkill is the small valid SkillSpec "propose skill <name>" asks
+// a human to approve.
+func proposedSkill(name string) map[string]any {
+	return map[string]any{"name": name, "description": "Read the file the user names and say what it holds (proposed by the demo model).",
+		"initial_state": "read", "max_steps": 4,
+		"states": map[string]any{
+			"read": map[string]any{"objective": "Read the file the user names.", "allowed_tools": []string{"choir.fs.read"},
+				"transitions": []any{map[string]any{"on": "complete", "to": "done"}}},
+			"done": map[string]any{"terminal": true},
+		}}
 }
 
 // find returns the offered wire name ending in suffix.
@@ -184,10 +220,15 @@ func toolAccount(req request) string {
 	var parts []string
 	for i := len(req.Messages) - 1; i >= 0 && req.Messages[i].Role == "tool"; i-- {
 		var res struct {
-			Status  string `json:"status"`
-			Summary string `json:"summary"`
-			Stdout  string `json:"stdout"`
-			Content string `json:"content"`
+			Status   string `json:"status"`
+			Summary  string `json:"summary"`
+			Stdout   string `json:"stdout"`
+			Content  string `json:"content"`
+			Messages []struct {
+				From    []string `json:"from"`
+				Subject string   `json:"subject"`
+				Text    string   `json:"text"`
+			} `json:"messages"`
 		}
 		body := contentText(req.Messages[i].Content)
 		if json.Unmarshal([]byte(body), &res) != nil {
@@ -199,6 +240,9 @@ func toolAccount(req request) string {
 			detail += ":\n" + strings.TrimSpace(res.Stdout)
 		} else if res.Content != "" {
 			detail += ":\n" + strings.TrimSpace(res.Content)
+		}
+		for _, m := range res.Messages { // choir.email.receive
+			detail += fmt.Sprintf("\nfrom %s: %s\n%s", strings.Join(m.From, ", "), m.Subject, strings.TrimSpace(m.Text))
 		}
 		parts = append(parts, detail)
 	}

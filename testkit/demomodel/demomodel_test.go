@@ -61,3 +61,35 @@ func TestDemoModel(t *testing.T) {
 		t.Errorf("reply after a tool result = %q; want an account naming notes.md", resp.Content)
 	}
 }
+
+func TestDemoModelMail(t *testing.T) {
+	srv := httptest.NewServer(&Server{})
+	defer srv.Close()
+	c, err := openai.New(openai.Config{Endpoint: srv.URL + "/v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tools []openai.Tool
+	for _, n := range []string{"choir_fs_read", "choir_email_check", "choir_email_receive", "choir_email_send"} {
+		tools = append(tools, openai.Tool{Name: n, Parameters: json.RawMessage(`{"type":"object"}`)})
+	}
+	for _, tc := range []struct{ say, tool, arg string }{
+		{"check mail", "choir_email_check", `{}`},
+		{"any new emails?", "choir_email_check", `{}`},
+		{"read my mail", "choir_email_receive", `"mark_seen":true`},
+		{"mail bob@example.com: lunch at noon?", "choir_email_send", `"subject":"lunch at noon?","to":["bob@example.com"]`},
+		{"read notes.md", "choir_fs_read", `"path":"notes.md"`},
+	} {
+		resp, err := c.Chat(context.Background(), openai.ChatRequest{Model: "demo", Messages: []openai.Message{openai.UserMessage(tc.say)}, Tools: tools})
+		if err != nil || len(resp.ToolCalls) != 1 || resp.ToolCalls[0].Name != tc.tool || !strings.Contains(resp.ToolCalls[0].Arguments, tc.arg) {
+			t.Errorf("%q → %+v, %v; want %s with %s", tc.say, resp, err, tc.tool, tc.arg)
+		}
+	}
+	call := openai.ToolCall{ID: "c1", Name: "choir_email_receive", Arguments: `{}`}
+	resp, err := c.Chat(context.Background(), openai.ChatRequest{Model: "demo", Tools: tools, Messages: []openai.Message{
+		openai.UserMessage("read mail"), openai.AssistantMessage("", call),
+		openai.ToolMessage("c1", `{"status":"success","summary":"1 of 1 unseen messages in INBOX","messages":[{"from":["Zoë <z@x.org>"],"subject":"Hi","text":"See you.\n"}]}`)}})
+	if err != nil || !strings.Contains(resp.Content, "from Zoë <z@x.org>: Hi\nSee you.") {
+		t.Errorf("account of a receive = %q, %v; want the message shown", resp.Content, err)
+	}
+}
