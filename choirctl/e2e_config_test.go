@@ -2,15 +2,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"choir/internal/ctl"
 	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
@@ -88,7 +91,17 @@ func serveModel(t *testing.T, m *countingModel) string {
 // reported by diff and refused by apply; a repo change is reported file by
 // file and applied by agent update, which resumes the session on the new
 // image.
-func TestConfigApplyAndAgentUpdate(t *testing.T) {
+// builtAgent is a choird with agent-1 built by choird from real repos
+// (the global repo's base is busybox with choir-agent) and started, its
+// model A on the bridge.
+type builtAgent struct {
+	home, agentRepo string
+	d               *daemon
+	a               *countingModel
+}
+
+func newBuiltAgent(t *testing.T) *builtAgent {
+	t.Helper()
 	dc := dockertest.Engine(t)
 	testkit.Build(t, "choir/agent")
 	dockertest.BusyboxImage(t, dc, "choir-test/busybox:1")
@@ -102,8 +115,8 @@ func TestConfigApplyAndAgentUpdate(t *testing.T) {
 	if _, stderr, code := ctlRun(t, home, "", "agent", "init", "agent-1", "--repo", agentRepo); code != 0 {
 		t.Fatalf("agent init = %d %q", code, stderr)
 	}
-	a, b := &countingModel{}, &countingModel{}
-	endpointA, endpointB := serveModel(t, a), serveModel(t, b)
+	a := &countingModel{}
+	endpointA := serveModel(t, a)
 	env := backends(t, home)
 	editConfig(t, home, func(cfg map[string]any) {
 		cfg["global_repo"] = map[string]any{"url": global, "ref": "main"}
@@ -124,22 +137,36 @@ func TestConfigApplyAndAgentUpdate(t *testing.T) {
 	d := startChoird(t, home, env)
 	waitReady(t, home, d)
 	t.Cleanup(func() { removeAgentImages(t, "agent-1") })
-	report := func() string { return "choird:\n" + tail(d.stderr.String(), 3000) }
+	b := &builtAgent{home: home, agentRepo: agentRepo, d: d, a: a}
 	if out, stderr, code := ctlRun(t, home, "", "agent", "build", "agent-1"); code != 0 {
 		t.Fatalf("agent build = %d\n%s\n%s", code, out, stderr)
 	}
 	if _, stderr, code := ctlRun(t, home, "", "agent", "start", "agent-1", "--dm=dm1"); code != 0 {
-		t.Fatalf("agent start = %d %q\n%s", code, stderr, report())
+		t.Fatalf("agent start = %d %q\n%s", code, stderr, b.report())
 	}
 	t.Cleanup(func() { ctlRun(t, home, "", "agent", "stop", "agent-1") })
-	say := func(msg string) string {
-		t.Helper()
-		out, stderr, code := ctlRun(t, home, msg, "chat", "agent-1", "--once", "--timeout", "2m")
-		if code != 0 || !strings.Contains(out, demomodel.Prefix) {
-			t.Fatalf("chat %q = %d %q %q\n%s", msg, code, out, stderr, report())
-		}
-		return out
+	return b
+}
+
+func (b *builtAgent) report() string { return "choird:\n" + tail(b.d.stderr.String(), 3000) }
+
+// say chats with agent-1 and wants the model's answer.
+func (b *builtAgent) say(t *testing.T, msg string) string {
+	t.Helper()
+	out, stderr, code := ctlRun(t, b.home, msg, "chat", "agent-1", "--once", "--timeout", "2m")
+	if code != 0 || !strings.Contains(out, demomodel.Prefix) {
+		t.Fatalf("chat %q = %d %q %q\n%s", msg, code, out, stderr, b.report())
 	}
+	return out
+}
+
+func TestConfigApplyAndAgentUpdate(t *testing.T) {
+	ag := newBuiltAgent(t)
+	home, agentRepo, a, d := ag.home, ag.agentRepo, ag.a, ag.d
+	b := &countingModel{}
+	endpointB := serveModel(t, b)
+	report := ag.report
+	say := func(msg string) string { t.Helper(); return ag.say(t, msg) }
 	say("hello")
 	before := agentState(t, home, "agent-1")
 
@@ -227,4 +254,61 @@ func TestConfigApplyAndAgentUpdate(t *testing.T) {
 		t.Errorf("agent stop = %d %q", code, stderr)
 	}
 	d.stop(t)
+}
+
+// TestApprovedSkillLandsInTheAgent is self-evolution through approval
+// (§8.10, §20) on a real engine: the agent proposes a skill, nothing
+// changes until a human approves; the approval commits the skill to the
+// agent repo as the agent's git identity, builds a new image and restarts
+// the agent on it, resuming its session, and the DM hears each step.
+func TestApprovedSkillLandsInTheAgent(t *testing.T) {
+	ag := newBuiltAgent(t)
+	outbox := watchOutbox(t, ag.home, "agent-1")
+	before := agentState(t, ag.home, "agent-1")
+	head := func() string {
+		out, _ := exec.Command("git", "-C", ag.agentRepo, "rev-parse", "main").Output()
+		return strings.TrimSpace(string(out))
+	}
+	headBefore := head()
+	ag.say(t, "propose skill file-reader")
+	out, _, code := ctlRun(t, ag.home, "", "approval", "list", "--json")
+	var pending []ctl.Approval
+	if code != 0 || json.Unmarshal([]byte(out), &pending) != nil || len(pending) != 1 || pending[0].Status != "pending" {
+		t.Fatalf("approval list = %d %q; want one pending proposal", code, out)
+	}
+	if !strings.Contains(pending[0].Summary, "new or changed skill file-reader: the user asked for it") {
+		t.Errorf("the human sees %q", pending[0].Summary)
+	}
+	if head() != headBefore {
+		t.Fatal("the repo changed before anyone approved")
+	}
+	if _, stderr, code := ctlRun(t, ag.home, "", "approval", "approve", pending[0].ID); code != 0 {
+		t.Fatalf("approval approve = %d %q", code, stderr)
+	}
+	waitUntil(t, "the agent on a new image", 5*time.Minute, func() bool {
+		st := agentState(t, ag.home, "agent-1")
+		return st.State == "running" && st.Image != before.Image
+	}, ag.report)
+	if _, ok := outbox.find("now runs", "with the skill file-reader"); !ok {
+		waitUntil(t, "the DM told the update", time.Minute, func() bool { _, ok := outbox.find("now runs", "file-reader"); return ok }, outbox.String)
+	}
+	if _, ok := outbox.find("Approved skill file-reader: committed"); !ok {
+		t.Errorf("the DM did not hear of the commit:\n%s", outbox)
+	}
+	show, err := exec.Command("git", "-C", ag.agentRepo, "show", "main:skills/file-reader.json").Output()
+	if err != nil || !strings.Contains(string(show), `"name": "file-reader"`) {
+		t.Errorf("skills/file-reader.json on main = %q, %v", show, err)
+	}
+	if author, _ := exec.Command("git", "-C", ag.agentRepo, "log", "-1", "--format=%an <%ae>", "main").Output(); strings.TrimSpace(string(author)) != "Dev <dev@choir.local>" {
+		t.Errorf("the commit's author = %q; want the agent's git identity", author)
+	}
+	after := agentState(t, ag.home, "agent-1")
+	if after.SessionID != before.SessionID {
+		t.Errorf("the update started session %s; want %s resumed", after.SessionID, before.SessionID)
+	}
+	ag.say(t, "hello with the new skill")
+	if !ag.a.saw("file-reader") {
+		t.Error("the restarted agent's model never heard of the skill file-reader")
+	}
+	ag.d.stop(t)
 }
