@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"choir/agent/tool"
 	"choir/agent/tool/webapi"
@@ -210,7 +211,7 @@ func (t *Query) page(ctx context.Context, c *notion.Client, in queryInput) (tool
 		summary += " (truncated; ask with a larger max_chars, up to 100000, for more)"
 	}
 	return tool.Success(summary, map[string]any{
-		"id": pt.Page.ID, "title": pt.Page.Title, "url": pt.Page.URL, "properties": propertyMap(pt.Page.Properties),
+		"id": pt.Page.ID, "title": pt.Page.Title, "url": pt.Page.URL, "properties": propertyMap(pt.Page.Properties, in.MaxChars),
 		"text": pt.Text, "truncated": pt.Truncated,
 	}), nil
 }
@@ -222,7 +223,7 @@ func (t *Query) database(ctx context.Context, c *notion.Client, in queryInput) (
 	}
 	out := make([]map[string]any, 0, len(rows.Rows))
 	for _, r := range rows.Rows {
-		out = append(out, map[string]any{"id": r.ID, "title": r.Title, "url": r.URL, "properties": propertyMap(r.Properties)})
+		out = append(out, map[string]any{"id": r.ID, "title": r.Title, "url": r.URL, "properties": propertyMap(r.Properties, MaxPropertyChars)})
 	}
 	summary := fmt.Sprintf("%d rows", len(out))
 	if rows.NextCursor != "" {
@@ -231,10 +232,19 @@ func (t *Query) database(ctx context.Context, c *notion.Client, in queryInput) (
 	return tool.Success(summary, withCursor(map[string]any{"rows": out}, rows.NextCursor)), nil
 }
 
-func propertyMap(props []notion.Property) map[string]string {
+// MaxPropertyChars bounds each property's text in a database result, so
+// that a page of 100 rows stays readable; mode page bounds them by
+// max_chars.
+const MaxPropertyChars = 2000
+
+func propertyMap(props []notion.Property, limit int) map[string]string {
 	m := make(map[string]string, len(props))
 	for _, p := range props {
-		m[p.Name] = p.Text
+		text := p.Text
+		if utf8.RuneCountInString(text) > limit {
+			text = string([]rune(text)[:limit]) + "… [truncated: read the row with mode page for all of it]"
+		}
+		m[p.Name] = text
 	}
 	return m
 }

@@ -113,6 +113,18 @@ func TestQuerySearchPageAndDatabase(t *testing.T) {
 	if rows, _ := m["rows"].([]any); len(rows) != 1 || m["next_cursor"] != nil {
 		t.Errorf("database page 2 = %v; want the last row and no cursor", m)
 	}
+	// A long property is cut in the result, saying how to read all of it.
+	long := r.fake.AddDatabase("Notes", notiontest.Page{Title: "n", Properties: map[string]map[string]any{"Body": notiontest.Text(strings.Repeat("é", 5000))}})
+	m = r.call(t, `{"mode":"database","id":"`+long+`"}`)
+	body := m["rows"].([]any)[0].(map[string]any)["properties"].(map[string]any)["Body"].(string)
+	if !strings.HasPrefix(body, strings.Repeat("é", notion.MaxPropertyChars)+"…") || !strings.Contains(body, "read the row with mode page") {
+		t.Errorf("long property = %d bytes ending %q; want it cut at %d characters with a note", len(body), body[len(body)-60:], notion.MaxPropertyChars)
+	}
+	rowID := m["rows"].([]any)[0].(map[string]any)["id"].(string)
+	m = r.call(t, `{"mode":"page","id":"`+rowID+`"}`)
+	if body, _ := m["properties"].(map[string]any)["Body"].(string); body != strings.Repeat("é", 5000) {
+		t.Errorf("the row as a page has Body of %d bytes; want all 5000 characters", len(body))
+	}
 	if rt := notion.NewQuery(nil, nil).Runtime(); !slices.Equal(rt.SecretResources, []string{tool.SecretNotion}) {
 		t.Errorf("SecretResources = %v; want only notion", rt.SecretResources)
 	}
