@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/playwright-community/playwright-go"
 )
@@ -16,12 +17,16 @@ import (
 type Worker struct {
 	opts Options
 
-	mu       sync.Mutex // guards everything below
+	// launchMu serialises launches and guards pw, ownState and writes of
+	// stateDir; it is taken before mu, never while mu is held.
+	launchMu sync.Mutex
 	pw       *playwright.Playwright
-	browser  playwright.Browser
-	gen      int // counts launches: contexts of an older launch are gone
-	stateDir string
 	ownState bool // stateDir was made by the worker
+
+	mu       sync.Mutex // guards everything below, briefly
+	browser  playwright.Browser
+	gen      int    // counts launches: contexts of an older launch are gone
+	stateDir string // written under both locks
 	agents   map[string]*agentContext
 	stopped  bool
 }
@@ -36,6 +41,8 @@ type agentContext struct {
 	// reset says the context was made again after a crash, for the next
 	// call's result.
 	reset bool
+	// made mirrors ctx != nil for Agents, which does not take mu.
+	made atomic.Bool
 }
 
 // New returns a worker; the browser starts at the first Open or call.
@@ -96,6 +103,7 @@ func (w *Worker) closeContext(agentID string, a *agentContext) {
 		w.opts.Log.Warn("close browser context", "agent_id", agentID, "error", err.Error())
 	}
 	a.ctx, a.tabs = nil, map[string]playwright.Page{}
+	a.made.Store(false)
 }
 
 // Agents lists the agents that have a context now, sorted.
@@ -104,7 +112,7 @@ func (w *Worker) Agents() []string {
 	defer w.mu.Unlock()
 	var out []string
 	for id, a := range w.agents {
-		if a.ctx != nil {
+		if a.made.Load() {
 			out = append(out, id)
 		}
 	}
@@ -123,21 +131,25 @@ func (w *Worker) Stop() {
 	for id, a := range agents {
 		w.closeContext(id, a)
 	}
+	w.launchMu.Lock() // after a launch under way, which sees stopped
+	defer w.launchMu.Unlock()
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.shutdownLocked()
+	b := w.browser
+	w.browser = nil
+	w.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+	w.stopDriverLocked()
 	if w.ownState && w.stateDir != "" {
 		os.RemoveAll(w.stateDir)
-		w.stateDir, w.ownState = "", false
+		w.ownState = false
 	}
 }
 
-// shutdownLocked ends the browser and the driver; w.mu is held.
-func (w *Worker) shutdownLocked() {
-	if w.browser != nil {
-		w.browser.Close()
-		w.browser = nil
-	}
+// stopDriverLocked ends the driver (and the browsers it launched);
+// launchMu is held.
+func (w *Worker) stopDriverLocked() {
 	if w.pw != nil {
 		if err := w.pw.Stop(); err != nil {
 			w.opts.Log.Warn("stop the Playwright driver", "error", err.Error())
@@ -153,20 +165,38 @@ func (w *Worker) crashed(gen int) bool {
 	return w.browser == nil || w.gen != gen || !w.browser.IsConnected()
 }
 
-// ensureBrowser returns the running browser and its launch number,
-// starting the driver and Chromium when they are not running (first use,
-// or after a crash). w.mu is held.
-func (w *Worker) ensureBrowserLocked() (playwright.Browser, int, error) {
+// running returns the browser and its launch number when it is up.
+func (w *Worker) running() (playwright.Browser, int, bool, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.stopped {
-		return nil, 0, errorf(CodeUnavailable, "the browser worker is stopped (choird is shutting down)")
+		return nil, 0, false, errorf(CodeUnavailable, "the browser worker is stopped (choird is shutting down)")
 	}
 	if w.browser != nil && w.browser.IsConnected() {
-		return w.browser, w.gen, nil
+		return w.browser, w.gen, true, nil
 	}
+	return nil, 0, false, nil
+}
+
+// ensureBrowser returns the running browser and its launch number,
+// starting the driver and Chromium when they are not running (first use,
+// or after a crash). Launches are serialised by launchMu; w.mu is never
+// held while one runs, so Open, Close and other agents' calls go on.
+func (w *Worker) ensureBrowser() (playwright.Browser, int, error) {
+	if b, gen, ok, err := w.running(); ok || err != nil {
+		return b, gen, err
+	}
+	w.launchMu.Lock()
+	defer w.launchMu.Unlock()
+	if b, gen, ok, err := w.running(); ok || err != nil {
+		return b, gen, err // another call launched it meanwhile
+	}
+	w.mu.Lock()
 	if w.browser != nil {
-		w.opts.Log.Warn("browser gone; launching it again")
+		w.opts.Log.Warn("browser gone; launching it again", "launch", w.gen)
 		w.browser = nil
 	}
+	w.mu.Unlock()
 	if err := w.opts.Check(); err != nil {
 		return nil, 0, err
 	}
@@ -179,16 +209,24 @@ func (w *Worker) ensureBrowserLocked() (playwright.Browser, int, error) {
 			}
 			dir, w.ownState = d, true
 		}
+		w.mu.Lock()
 		w.stateDir = dir
+		w.mu.Unlock()
 	}
 	b, err := w.launchLocked()
 	if err != nil && w.pw != nil {
 		// The driver itself may be what died: start it again once.
-		w.shutdownLocked()
+		w.stopDriverLocked()
 		b, err = w.launchLocked()
 	}
 	if err != nil {
 		return nil, 0, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		b.Close()
+		return nil, 0, errorf(CodeUnavailable, "the browser worker is stopped (choird is shutting down)")
 	}
 	w.browser = b
 	w.gen++
@@ -196,6 +234,8 @@ func (w *Worker) ensureBrowserLocked() (playwright.Browser, int, error) {
 	return b, w.gen, nil
 }
 
+// launchLocked starts the driver when it is not running and launches
+// Chromium; launchMu is held.
 func (w *Worker) launchLocked() (playwright.Browser, error) {
 	if w.pw == nil {
 		pw, err := playwright.Run(&playwright.RunOptions{
@@ -236,9 +276,7 @@ func (w *Worker) launchLocked() (playwright.Browser, error) {
 // ensureContext returns agentID's context, made (again) when it has none
 // or its browser was relaunched since. a.mu is held.
 func (w *Worker) ensureContext(agentID string, a *agentContext) (playwright.BrowserContext, error) {
-	w.mu.Lock()
-	b, gen, err := w.ensureBrowserLocked()
-	w.mu.Unlock()
+	b, gen, err := w.ensureBrowser()
 	if err != nil {
 		return nil, err
 	}
@@ -249,6 +287,7 @@ func (w *Worker) ensureContext(agentID string, a *agentContext) (playwright.Brow
 		a.reset = true // made in a browser that is gone
 	}
 	a.ctx, a.tabs = nil, map[string]playwright.Page{}
+	a.made.Store(false)
 	c, err := b.NewContext(playwright.BrowserNewContextOptions{
 		AcceptDownloads: playwright.Bool(false),
 		Viewport:        &playwright.Size{Width: Viewport.Width, Height: Viewport.Height},
@@ -262,6 +301,7 @@ func (w *Worker) ensureContext(agentID string, a *agentContext) (playwright.Brow
 	}
 	c.SetDefaultTimeout(float64(contextTimeout.Milliseconds()))
 	a.ctx, a.gen = c, gen
+	a.made.Store(true)
 	return c, nil
 }
 
