@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +18,7 @@ import (
 	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
+	"choir/testkit/telegramtest"
 )
 
 // countingModel is the demo model behind a counter and a gate that can
@@ -100,8 +102,23 @@ type builtAgent struct {
 	a               *countingModel
 }
 
-func newBuiltAgent(t *testing.T) *builtAgent {
+// builtOpts change newBuiltAgent's installation: more config, more
+// secrets, the DM the agent starts on (default dm1, the console).
+type builtOpts struct {
+	config  func(cfg map[string]any)
+	secrets map[string]string
+	dm      string
+}
+
+func newBuiltAgent(t *testing.T, opts ...builtOpts) *builtAgent {
 	t.Helper()
+	var o builtOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.dm == "" {
+		o.dm = "dm1"
+	}
 	dc := dockertest.Engine(t)
 	testkit.Build(t, "choir/agent")
 	dockertest.BusyboxImage(t, dc, "choir-test/busybox:1")
@@ -128,8 +145,15 @@ func newBuiltAgent(t *testing.T) *builtAgent {
 		cfg["agents"] = map[string]any{"agent-1": map[string]any{"repo": map[string]any{"url": agentRepo, "ref": "main"},
 			"defaults": map[string]any{"workspace": "main", "llm": "m", "git_identity": "dev", "dm": "dm1"}}}
 		cfg["heartbeat_interval_ms"] = 200
+		if o.config != nil {
+			o.config(cfg)
+		}
 	})
-	for name, value := range map[string]string{"llm-key": apiSecret, "git-token": "ghp-e2e-Token-5Yt"} {
+	secrets := map[string]string{"llm-key": apiSecret, "git-token": "ghp-e2e-Token-5Yt"}
+	for k, v := range o.secrets {
+		secrets[k] = v
+	}
+	for name, value := range secrets {
 		if _, stderr, code := ctlRun(t, home, "", "secret", "set", name, value); code != 0 {
 			t.Fatalf("secret set %s = %d %s", name, code, stderr)
 		}
@@ -141,7 +165,7 @@ func newBuiltAgent(t *testing.T) *builtAgent {
 	if out, stderr, code := ctlRun(t, home, "", "agent", "build", "agent-1"); code != 0 {
 		t.Fatalf("agent build = %d\n%s\n%s", code, out, stderr)
 	}
-	if _, stderr, code := ctlRun(t, home, "", "agent", "start", "agent-1", "--dm=dm1"); code != 0 {
+	if _, stderr, code := ctlRun(t, home, "", "agent", "start", "agent-1", "--dm="+o.dm); code != 0 {
 		t.Fatalf("agent start = %d %q\n%s", code, stderr, b.report())
 	}
 	t.Cleanup(func() { ctlRun(t, home, "", "agent", "stop", "agent-1") })
@@ -310,5 +334,97 @@ func TestApprovedSkillLandsInTheAgent(t *testing.T) {
 	if !ag.a.saw("file-reader") {
 		t.Error("the restarted agent's model never heard of the skill file-reader")
 	}
+	ag.d.stop(t)
+}
+
+// TestTelegramConfigUpdateAndApproval: the admin commands of §19.3 through
+// the fake Bot API on a real installation: /config load, diff, apply and
+// show; /events; /update and /update_all with their progress; a regular DM
+// refused each admin command; and a skill the agent proposes, approved with
+// the DM's button, landing in the agent.
+func TestTelegramConfigUpdateAndApproval(t *testing.T) {
+	tg := telegramtest.New(t)
+	tg.SetWaitTimeout(5 * time.Minute) // /update builds an image; a busy machine builds slowly
+	const admin, user = int64(4242), int64(5151)
+	bot := tg.AddBot("778:tg-e2e-admin-Token", "choir_admin_bot")
+	ag := newBuiltAgent(t, builtOpts{
+		config: func(cfg map[string]any) {
+			cfg["gateways"].(map[string]any)["bot"] = map[string]any{"type": "telegram", "secret": "tg", "api_base": tg.URL()}
+			dms := cfg["dms"].(map[string]any)
+			dms["tgadmin"] = map[string]any{"gateway": "bot", "user_id": "4242", "admin": true}
+			dms["tguser"] = map[string]any{"gateway": "bot", "user_id": "5151"}
+		},
+		secrets: map[string]string{"tg": "778:tg-e2e-admin-Token"},
+		dm:      "tgadmin",
+	})
+	tg.WaitPolling(t, bot)
+	ask := func(from int64, text string, want ...string) string {
+		t.Helper()
+		before := len(tg.Texts(bot, from))
+		tg.InjectText(bot, from, text)
+		var got string
+		tg.Wait(t, fmt.Sprintf("the answer to %q containing %q", text, want), func() bool {
+			got = strings.Join(tg.Texts(bot, from)[before:], "\n")
+			for _, w := range want {
+				if !strings.Contains(got, w) {
+					return false
+				}
+			}
+			return true
+		})
+		return got
+	}
+
+	for _, cmd := range []string{"/config load", "/update", "/update_all"} {
+		ask(user, cmd, "for admin DMs only")
+	}
+
+	b := &countingModel{}
+	endpointB := serveModel(t, b)
+	editConfig(t, ag.home, func(cfg map[string]any) {
+		cfg["models"].(map[string]any)["m"].(map[string]any)["endpoint"] = endpointB
+	})
+	ask(admin, "/config load", "~ config.json: models.m [hot-reload]", "/config apply publishes")
+	ask(admin, "/config diff", "~ config.json: models.m [hot-reload]")
+	ask(admin, "/config apply", "Applied 1 change(s)")
+	ask(admin, "/config show", "Running config", "1 agents")
+	ask(admin, "hello over telegram", demomodel.Prefix)
+	if !b.saw("hello over telegram") {
+		t.Error("after /config apply the agent's turn did not reach the new endpoint")
+	}
+	ask(admin, "/events agent-1", "The last", "UserMsg")
+
+	// A skill proposed in the DM and approved with its button.
+	tg.InjectText(bot, admin, "propose skill tg-reader")
+	var press telegramtest.Sent
+	var approve string
+	tg.Wait(t, "an approval with an approve button in the DM", func() bool {
+		for _, m := range tg.Sent(bot, admin) {
+			for _, row := range m.Keyboard {
+				for _, btn := range row {
+					if strings.HasSuffix(btn.CallbackData, ":y") {
+						press, approve = m, btn.CallbackData
+					}
+				}
+			}
+		}
+		return approve != ""
+	})
+	if !strings.Contains(press.Text, "new or changed skill tg-reader") {
+		t.Errorf("the approval request says %q; want what is proposed", press.Text)
+	}
+	before := agentState(t, ag.home, "agent-1")
+	tg.InjectCallback(bot, admin, press.MessageID, approve)
+	tg.Wait(t, "the DM told the skill is live", func() bool {
+		return strings.Contains(strings.Join(tg.Texts(bot, admin), "\n"), "with the skill tg-reader")
+	})
+	if after := agentState(t, ag.home, "agent-1"); after.Image == before.Image || after.SessionID != before.SessionID {
+		t.Errorf("after the approval: image %s (was %s), session %s (was %s)", after.Image, before.Image, after.SessionID, before.SessionID)
+	}
+
+	// /update after a repo change, then /update_all with nothing new.
+	commitFile(t, ag.agentRepo, "identity/SOUL.md", "The soul after /update.\n", 0o644)
+	ask(admin, "/update agent-1", "agent-1: redeployed")
+	ask(admin, "/update_all", "agent-1: skipped", "update-all done: 0 redeployed, 0 built, 1 skipped, 0 failed.")
 	ag.d.stop(t)
 }

@@ -108,8 +108,128 @@ func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string,
 			return fmt.Sprintf("%s is up to date: %s", c.Agent, res.Image), nil
 		}
 		return fmt.Sprintf("built %s", res.Image), nil
+	case "update":
+		if c.Agent == "" {
+			return "", errors.New("name the agent: /update <agent-id>")
+		}
+		return updateLine(g.plane.UpdateAgent(ctx, c.Agent, buildProgress(c.Progress))), nil
+	case "update-all":
+		counts := map[string]int{}
+		g.plane.UpdateAll(ctx, buildProgress(c.Progress), func(r ctl.UpdateResult) {
+			counts[r.Outcome]++
+			c.Progress(updateLine(r))
+		})
+		return fmt.Sprintf("update-all done: %d redeployed, %d built, %d skipped, %d failed.",
+			counts[ctl.UpdateRedeployed], counts[ctl.UpdateBuilt], counts[ctl.UpdateSkipped], counts[ctl.UpdateFailed]), nil
+	case "config":
+		return g.config(ctx, c)
+	case "events":
+		session, evs, err := g.plane.LastEvents(ctx, c.Agent, eventsShown)
+		if err != nil {
+			return "", err
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "The last %d events of %s's session %s:\n", len(evs), c.Agent, session)
+		for _, ev := range evs {
+			b.WriteString(control.EventLine(ev) + "\n")
+		}
+		return b.String(), nil
 	}
 	return "", gateway.ErrNotAvailable
+}
+
+// eventsShown is how many events /events shows.
+const eventsShown = 15
+
+// buildProgress passes on the build's steps, not every line of its output.
+func buildProgress(progress func(string)) func(string) {
+	return func(line string) {
+		if strings.HasPrefix(line, "Step ") || strings.HasPrefix(line, "built") || strings.Contains(line, ": stopping it") || strings.Contains(line, ": building") {
+			progress(line)
+		}
+	}
+}
+
+func updateLine(r ctl.UpdateResult) string {
+	line := r.AgentID + ": " + r.Outcome
+	if r.Image != "" {
+		line += " " + r.Image
+	}
+	if r.Detail != "" {
+		line += " (" + r.Detail + ")"
+	}
+	return line
+}
+
+// config is /config load | diff | apply | show, the same calls as
+// choirctl config.
+func (g gatewayControl) config(ctx context.Context, c gateway.Command) (string, error) {
+	sub := ""
+	if len(c.Args) > 0 {
+		sub = c.Args[0]
+	}
+	diff := func(d ctl.ConfigDiff, head string) string {
+		var b strings.Builder
+		b.WriteString(head)
+		for _, w := range d.Warnings {
+			b.WriteString("warning: " + w + "\n")
+		}
+		if len(d.Changes) == 0 {
+			b.WriteString("No changes: the staged snapshot is what runs.\n")
+		}
+		for _, ch := range d.Changes {
+			b.WriteString(ch.String() + "\n")
+		}
+		if len(d.Changes) > 0 && d.Applicable {
+			b.WriteString("/config apply publishes the config.json and secrets.json changes.\n")
+		} else if len(d.Changes) > 0 {
+			b.WriteString("/config apply would refuse: see \"blocks config apply\".\n")
+		}
+		return b.String()
+	}
+	switch sub {
+	case "load":
+		d, err := g.plane.LoadConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		return diff(d, fmt.Sprintf("Staged config %s (running: %s, version %d).\n", d.StagedHash, d.RunningHash, d.RunningVersion)), nil
+	case "diff":
+		d, err := g.plane.DiffConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		if !d.Staged {
+			return "Nothing is staged: send /config load.", nil
+		}
+		return diff(d, ""), nil
+	case "apply":
+		res, err := g.plane.ApplyConfig(ctx)
+		if err != nil {
+			return "", err
+		}
+		text := fmt.Sprintf("Applied %d change(s): config version %d, %d running agent(s) told.", res.Published, res.ConfigVersion, res.AgentsNotified)
+		if res.Published == 0 {
+			text = fmt.Sprintf("Nothing to publish: config.json and secrets.json are as staged (version %d).", res.ConfigVersion)
+		}
+		for _, p := range res.Pending {
+			text += "\npending: " + p.String()
+		}
+		return text, nil
+	case "show":
+		l, version := g.plane.Current()
+		return fmt.Sprintf("Running config %s, version %d: %s. The whole file (secret names only): choirctl config show.",
+			l.Version, version, resourceCounts(l.Config.Counts())), nil
+	}
+	return "", errors.New("usage: /config load | diff | apply | show")
+}
+
+func resourceCounts(m map[string]int) string {
+	var parts []string
+	for _, k := range config.SortedNames(m) {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // startGateway runs startup step 8: the approval service and one poller per

@@ -51,7 +51,7 @@ var commands = []command{
 	{name: "start", admin: true, adminMenu: "Start an agent here: /start <agent> [key=value…]", run: cmdStart},
 	{name: "update", admin: true, adminMenu: "Build and redeploy: /update [agent]", run: cmdControl(true)},
 	{name: "update_all", admin: true, adminMenu: "Build and redeploy every agent", run: cmdUpdateAll},
-	{name: "config", admin: true, adminMenu: "/config load | diff | apply", run: cmdConfig},
+	{name: "config", admin: true, adminMenu: "/config load | diff | apply | show", run: cmdConfig},
 	{name: "workspace", admin: true, adminMenu: "/workspace list | reset <name>", run: cmdWorkspace},
 	{name: "secret", admin: true, adminMenu: "/secret list", run: cmdSecret},
 	{name: "agent", admin: true, adminMenu: "/agent list | build <agent>", run: cmdAgent},
@@ -259,8 +259,8 @@ func cmdUpdateAll(ctx context.Context, c *call) {
 }
 
 func cmdConfig(ctx context.Context, c *call) {
-	if len(c.args) != 1 || (c.args[0] != "load" && c.args[0] != "diff" && c.args[0] != "apply") {
-		c.say(ctx, "Usage: /config load | diff | apply")
+	if len(c.args) != 1 || (c.args[0] != "load" && c.args[0] != "diff" && c.args[0] != "apply" && c.args[0] != "show") {
+		c.say(ctx, "Usage: /config load | diff | apply | show")
 		return
 	}
 	c.runControl(ctx, Command{Name: "config", Args: c.args})
