@@ -274,8 +274,11 @@ func sshConfigFor(id Identity, agentSock string) string {
 	return b.String()
 }
 
-// serve answers the helper's requests until the listener closes.
+// serve answers the helper's requests until the listener closes. At most
+// maxConns are handled at once; a connection beyond them is closed at
+// once, so a tool flooding the socket costs the agent no more than that.
 func (s *Service) serve() {
+	slots := make(chan struct{}, maxConns)
 	for {
 		conn, err := s.ln.Accept()
 		if err != nil {
@@ -284,20 +287,33 @@ func (s *Service) serve() {
 			}
 			return
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			conn.Close()
+			continue
+		}
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
+			defer func() { <-slots }()
 			defer conn.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			defer cancel()
-			conn.SetDeadline(time.Now().Add(requestTimeout))
+			conn.SetDeadline(time.Now().Add(readTimeout))
 			s.handle(ctx, conn)
 		}()
 	}
 }
 
-// requestTimeout bounds one helper request (starting ssh-agent included).
-const requestTimeout = 30 * time.Second
+// Bounds of the helper's socket: connections handled at once, the time a
+// request may take to arrive, and the time one may take in all (starting
+// ssh-agent included).
+const (
+	maxConns       = 16
+	readTimeout    = 5 * time.Second
+	requestTimeout = 30 * time.Second
+)
 
 // HasPasswdEntry says whether the passwd file names uid: OpenSSH's ssh
 // refuses to run for a uid it cannot look up.

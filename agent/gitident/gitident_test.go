@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"choir/internal/gitcred"
 )
@@ -287,5 +288,43 @@ func TestHasPasswdEntry(t *testing.T) {
 	}
 	if HasPasswdEntry(filepath.Join(t.TempDir(), "none"), 0) {
 		t.Error("HasPasswdEntry(a missing file) = true")
+	}
+}
+
+// A tool flooding the socket with connections that send nothing holds at
+// most maxConns of them; the rest are closed at once, and the socket
+// answers again once the flood ends.
+func TestSocketFloodIsBounded(t *testing.T) {
+	_, dir, _ := start(t, tokenIdentity(t))
+	var conns []net.Conn
+	closed := 0
+	for i := 0; i < 200; i++ {
+		conn, err := net.Dial("unix", filepath.Join(dir, socketName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, conn)
+	}
+	for _, conn := range conns {
+		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		if _, err := conn.Read(make([]byte, 1)); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			closed++ // the agent closed it: no slot
+		}
+	}
+	if closed < 200-maxConns {
+		t.Errorf("%d of 200 idle connections were closed; want at least %d (the agent holds at most %d)", closed, 200-maxConns, maxConns)
+	}
+	for _, conn := range conns {
+		conn.Close()
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, out, stderr := helper(t, dir, "protocol=https\nhost=github.com\n\n", "get")
+		if code == 0 && strings.Contains(out, testToken) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the flood, helper get = %d %q %q", code, out, stderr)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"choir/internal/gitcred"
 )
@@ -30,6 +31,7 @@ func (s *Service) handle(ctx context.Context, conn net.Conn) {
 		fmt.Fprintf(conn, "refused %s\n", oneLine(err.Error()))
 		return
 	}
+	conn.SetDeadline(time.Now().Add(requestTimeout))
 	var answer string
 	switch strings.TrimSuffix(verb, "\n") {
 	case verbGet:
