@@ -185,7 +185,6 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 	if err != nil {
 		return nil, err
 	}
-	gen := a.gen
 	res := map[string]any{"status": "success", "tab": in.Tab, "mode": in.Mode}
 	if a.reset {
 		res["note"] = "the browser restarted since your last call: earlier tabs, cookies and storage are gone"
@@ -205,7 +204,7 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 		}
 		p, err := bctx.NewPage()
 		if err != nil {
-			return nil, w.pageError(gen, CodeFailed, "open tab "+in.Tab, err)
+			return nil, w.pageError(a, CodeFailed, "open tab "+in.Tab, err)
 		}
 		a.tabs[in.Tab], page = p, p
 	}
@@ -219,7 +218,7 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 	if in.URL != "" {
 		resp, err := page.Goto(in.URL, playwright.PageGotoOptions{Timeout: remaining(), WaitUntil: playwright.WaitUntilStateDomcontentloaded})
 		if err != nil {
-			e := w.pageError(gen, CodeNavigation, "load "+in.URL, err)
+			e := w.pageError(a, CodeNavigation, "load "+in.URL, err)
 			if e.Code == CodeTimeout {
 				e.Message = fmt.Sprintf("load %s: the page did not finish loading within %s; try a larger timeout_ms, or another page", in.URL, timeout.Round(time.Millisecond))
 			}
@@ -241,19 +240,19 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 			_, err = page.WaitForSelector(act.Selector, playwright.PageWaitForSelectorOptions{Timeout: remaining()})
 		}
 		if err != nil {
-			return nil, w.pageError(gen, CodeAction, doing, err)
+			return nil, w.pageError(a, CodeAction, doing, err)
 		}
 	}
 	res["url"] = page.URL()
 	title, err := page.Title()
 	if err != nil {
-		return nil, w.pageError(gen, CodeFailed, "read the title", err)
+		return nil, w.pageError(a, CodeFailed, "read the title", err)
 	}
 	res["title"] = truncate(title, 500)
 	var summary string
 	switch in.Mode {
 	case ModeText:
-		text, truncated, err := w.readText(page, gen, in.MaxChars, remaining)
+		text, truncated, err := w.readText(a, page, in.MaxChars, remaining)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +262,7 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 			summary += fmt.Sprintf(" (cut at max_chars=%d)", in.MaxChars)
 		}
 	case ModeLinks:
-		links, total, err := w.readLinks(page, gen, remaining)
+		links, total, err := w.readLinks(a, page, remaining)
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +272,7 @@ func (w *Worker) Browse(ctx context.Context, agentID, sessionID string, raw json
 			summary = fmt.Sprintf("the first %d of %d links on %s", len(links), total, page.URL())
 		}
 	case ModeScreenshot:
-		path, n, err := w.screenshot(agentID, page, gen, in, remaining)
+		path, n, err := w.screenshot(agentID, a, page, in, remaining)
 		if err != nil {
 			return nil, err
 		}
@@ -307,10 +306,10 @@ const readTextJS = `(max) => {
   return t.length > max ? t.slice(0, max + 1) : t;
 }`
 
-func (w *Worker) readText(page playwright.Page, gen, max int, remaining func() *float64) (string, bool, error) {
+func (w *Worker) readText(a *agentContext, page playwright.Page, max int, remaining func() *float64) (string, bool, error) {
 	v, err := evaluate(page, readTextJS, max, remaining)
 	if err != nil {
-		return "", false, w.pageError(gen, CodeFailed, "read the page's text", err)
+		return "", false, w.pageError(a, CodeFailed, "read the page's text", err)
 	}
 	s, _ := v.(string)
 	if utf8.RuneCountInString(s) > max {
@@ -330,10 +329,10 @@ const readLinksJS = `([max, maxText]) => {
   return {links: out, total: all.length};
 }`
 
-func (w *Worker) readLinks(page playwright.Page, gen int, remaining func() *float64) ([]Link, int, error) {
+func (w *Worker) readLinks(a *agentContext, page playwright.Page, remaining func() *float64) ([]Link, int, error) {
 	v, err := evaluate(page, readLinksJS, []int{MaxLinks, MaxLinkText}, remaining)
 	if err != nil {
-		return nil, 0, w.pageError(gen, CodeFailed, "read the page's links", err)
+		return nil, 0, w.pageError(a, CodeFailed, "read the page's links", err)
 	}
 	raw, _ := json.Marshal(v)
 	var got struct {

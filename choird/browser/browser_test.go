@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -265,6 +266,38 @@ func TestBrowserRestartsAfterItCrashes(t *testing.T) {
 	}
 	if again := mustBrowse(t, w, "alpha", `{"mode":"text"}`); again["note"] != nil {
 		t.Errorf("the restart is told once; the next call says %v", again["note"])
+	}
+}
+
+func TestDriverRestartsAfterItDies(t *testing.T) {
+	w, _ := newWorker(t)
+	site := browsertest.Serve(t, "127.0.0.1")
+	mustBrowse(t, w, "alpha", `{"url":"`+site.URL+`/hello"}`)
+	main, _ := w.chromiumPIDs()
+	driver := parentPID(main)
+	if main == 0 || driver <= 1 || driver == os.Getpid() {
+		t.Fatalf("cannot find the driver: chromium %d, its parent %d", main, driver)
+	}
+	if cmd, _ := os.ReadFile(filepath.Join("/proc", fmt.Sprint(driver), "cmdline")); !strings.Contains(string(cmd), "cli.js") {
+		t.Fatalf("chromium's parent %d is not the driver: %q", driver, cmd)
+	}
+	if err := syscall.Kill(driver, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// playwright-go does not notice a dead driver until a call fails: the
+	// first call may fail (saying so), the one after it works.
+	res, err := browse(t, w, "alpha", `{"url":"`+site.URL+`/hello"}`)
+	if err != nil {
+		if code(err) != CodeCrashed || !strings.Contains(err.Error(), "the next call starts it again") {
+			t.Fatalf("the first call after the driver died = %v; want browser_crashed saying the next call starts it again", err)
+		}
+		res = mustBrowse(t, w, "alpha", `{"url":"`+site.URL+`/hello"}`)
+	}
+	if text := res["text"].(string); !strings.Contains(text, browsertest.HelloText) {
+		t.Errorf("after the driver died, text = %q", text)
+	}
+	if note, _ := res["note"].(string); !strings.Contains(note, "browser restarted") {
+		t.Errorf("note = %q; want it to say the browser restarted", note)
 	}
 }
 

@@ -43,3 +43,19 @@ func (w *Worker) chromiumPIDs() (main int, all []int) {
 	}
 	return main, all
 }
+
+// parentPID is pid's parent, from /proc/<pid>/stat.
+func parentPID(pid int) int {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces; cut after its ')'.
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}

@@ -19,7 +19,7 @@ const SendDir = ".choirtmp/send"
 // an os.Root at the workspace (a symbolic link in the agent's workspace
 // cannot send it elsewhere), under a temporary name first and renamed
 // (never half a PNG), and given to the owner of send/ (the agent's user).
-func (w *Worker) screenshot(agentID string, page playwright.Page, gen int, in Input, remaining func() *float64) (string, int, error) {
+func (w *Worker) screenshot(agentID string, a *agentContext, page playwright.Page, in Input, remaining func() *float64) (string, int, error) {
 	if w.opts.Workspace == nil {
 		return "", 0, errorf(CodeUnavailable, "screenshots need the agent's workspace, which this choird does not give the browser worker")
 	}
@@ -32,7 +32,7 @@ func (w *Worker) screenshot(agentID string, page playwright.Page, gen int, in In
 		Type: playwright.ScreenshotTypePng, Animations: playwright.ScreenshotAnimationsDisabled,
 	})
 	if err != nil {
-		return "", 0, w.pageError(gen, CodeFailed, "take the screenshot", err)
+		return "", 0, w.pageError(a, CodeFailed, "take the screenshot", err)
 	}
 	if len(png) > MaxScreenshot {
 		return "", 0, errorf(CodeTooLarge, "the screenshot is %d bytes; at most %d (take the viewport, not full_page)", len(png), MaxScreenshot)

@@ -29,6 +29,8 @@ type Worker struct {
 	stateDir string // written under both locks
 	agents   map[string]*agentContext
 	stopped  bool
+	// restartDriver says the driver, not only Chromium, must start again.
+	restartDriver bool
 }
 
 // agentContext is one agent's BrowserContext and its named tabs.
@@ -196,7 +198,12 @@ func (w *Worker) ensureBrowser() (playwright.Browser, int, error) {
 		w.opts.Log.Warn("browser gone; launching it again", "launch", w.gen)
 		w.browser = nil
 	}
+	restart := w.restartDriver
+	w.restartDriver = false
 	w.mu.Unlock()
+	if restart {
+		w.stopDriverLocked()
+	}
 	if err := w.opts.Check(); err != nil {
 		return nil, 0, err
 	}
@@ -294,10 +301,10 @@ func (w *Worker) ensureContext(agentID string, a *agentContext) (playwright.Brow
 		ServiceWorkers:  playwright.ServiceWorkerPolicyBlock,
 	})
 	if err != nil {
-		if w.crashed(gen) {
-			return nil, errorf(CodeCrashed, "the browser died while making %s's context; the next call starts it again", agentID)
-		}
-		return nil, errorf(CodeFailed, "make %s's browser context: %v", agentID, err)
+		// A browser that cannot make a context is of no use: start it
+		// (and its driver) again at the next call.
+		w.markDead(gen)
+		return nil, errorf(CodeCrashed, "the browser could not make %s's context (%v); the next call starts it again", agentID, err)
 	}
 	c.SetDefaultTimeout(float64(contextTimeout.Milliseconds()))
 	a.ctx, a.gen = c, gen
@@ -342,9 +349,20 @@ func (a *agentContext) tabNames() string {
 }
 
 // pageError turns a Playwright error into the tool's: a timeout, a crash,
-// or what Playwright said, prefixed with what was being done.
-func (w *Worker) pageError(gen int, code, doing string, err error) *Error {
-	if w.crashed(gen) {
+// or what Playwright said, prefixed with what was being done. a.mu is held.
+//
+// A dead driver leaves the browser "connected" as playwright-go sees it:
+// every call just fails ("Connection closed", "target closed"). So on an
+// error other than a timeout the agent's context is asked for its cookies
+// (a round trip through the driver); when that fails too, the browser (and
+// driver) are marked dead and the next call starts them again.
+func (w *Worker) pageError(a *agentContext, code, doing string, err error) *Error {
+	if !errors.Is(err, playwright.ErrTimeout) && !w.crashed(a.gen) && a.ctx != nil {
+		if _, perr := a.ctx.Cookies(); perr != nil {
+			w.markDead(a.gen)
+		}
+	}
+	if w.crashed(a.gen) {
 		return errorf(CodeCrashed, "the browser died while %s; the next call starts it again (open tabs, cookies and storage are lost)", doing)
 	}
 	if errors.Is(err, playwright.ErrTimeout) {
@@ -355,4 +373,15 @@ func (w *Worker) pageError(gen int, code, doing string, err error) *Error {
 		msg = msg[:i]
 	}
 	return errorf(code, "%s: %s", doing, strings.TrimSpace(msg))
+}
+
+// markDead forgets the browser of launch gen, which no longer answers; the
+// next ensureBrowser starts the driver and Chromium again.
+func (w *Worker) markDead(gen int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gen == gen && w.browser != nil {
+		w.opts.Log.Warn("the browser's driver no longer answers; it starts again at the next call", "launch", gen)
+		w.browser, w.restartDriver = nil, true
+	}
 }
