@@ -169,6 +169,8 @@ cd /workspace/repo && echo two >f && git commit -qam two
 git push ssh://root@`+sshOrigin.addr+`/`+strings.TrimPrefix(filepath.Join(repos, "ssh.git"), "/")+` main; echo "== origin rc=$?"
 git push ssh://root@`+sshDecoy.addr+`/`+strings.TrimPrefix(filepath.Join(repos, "ssh.git"), "/")+` main:decoy; echo "== decoy rc=$?"
 git -c http.sslCAInfo=/workspace/ca.pem push https://`+origin.addr+`/https.git main; echo "== https rc=$?"
+p=$(pidof ssh-agent); echo "== ssh-agent pid $p"
+(exec 3</proc/$p/mem) 2>/dev/null && echo "OPENED-MEM ssh-agent"
 for p in /proc/[0-9]*; do tr '\0' '\n' <$p/environ; done >/workspace/environ 2>/dev/null
 echo "== done"`)
 	got = readWS(t, ws, "ssh.out")
@@ -184,7 +186,10 @@ echo "== done"`)
 			t.Errorf("the SSH pushes' output lacks %q:\n%s", want, got)
 		}
 	}
-	for _, bad := range []string{"== decoy rc=0", "== https rc=0"} {
+	if strings.Contains(got, "== ssh-agent pid \n") {
+		t.Errorf("no ssh-agent ran after the SSH push:\n%s", got)
+	}
+	for _, bad := range []string{"== decoy rc=0", "== https rc=0", "OPENED-MEM"} {
 		if strings.Contains(got, bad) {
 			t.Errorf("the SSH pushes' output holds %q:\n%s", bad, got)
 		}

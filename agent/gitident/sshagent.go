@@ -5,8 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -71,14 +74,62 @@ func (a *sshAgent) ensure(ctx context.Context, key string) error {
 	if !strings.HasSuffix(key, "\n") {
 		key += "\n"
 	}
-	add := sandbox.Command(ctx, "ssh-add", "-q", "-")
-	add.Env = append(add.Env, "SSH_AUTH_SOCK="+a.sock)
-	add.Stdin = strings.NewReader(key)
-	if out, err := add.CombinedOutput(); err != nil {
+	if err := a.add(ctx, key); err != nil {
 		a.stopLocked()
-		return fmt.Errorf("ssh-add - (the key from memory): %v: %s", err, strings.TrimSpace(string(out)))
+		return err
 	}
 	a.key = sum
+	return nil
+}
+
+// add loads key with `ssh-add -`, the key on its stdin. ssh-add runs as
+// root, not as the tools' uid: a tool could otherwise read the key in its
+// memory (a same-uid ptrace or /proc/<pid>/mem) while it runs. ssh-agent
+// serves only its own uid and root, and root here lacks
+// CAP_DAC_OVERRIDE to reach its socket, so ssh-add talks to a root-only
+// socket in the agent's directory, which the agent relays to ssh-agent.
+func (a *sshAgent) add(ctx context.Context, key string) error {
+	relay := filepath.Join(filepath.Dir(filepath.Dir(a.sock)), fmt.Sprintf(".ssh-add.%d.sock", time.Now().UnixNano()))
+	var ln net.Listener
+	if err := sandbox.AsRoot(func() error {
+		l, err := net.Listen("unix", relay)
+		if err != nil {
+			return err
+		}
+		ln = l
+		return os.Chmod(relay, 0o600)
+	}); err != nil {
+		if ln != nil {
+			ln.Close()
+		}
+		return fmt.Errorf("ssh-add's socket: %w", err)
+	}
+	defer sandbox.AsRoot(func() error { return os.Remove(relay) })
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				up, err := net.Dial("unix", a.sock)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go func() { io.Copy(up, c); up.(*net.UnixConn).CloseWrite() }()
+				io.Copy(c, up)
+			}()
+		}
+	}()
+	cmd := exec.CommandContext(ctx, "ssh-add", "-q", "-")
+	cmd.Env = []string{"PATH=" + sandbox.Path, "SSH_AUTH_SOCK=" + relay}
+	cmd.Stdin = strings.NewReader(key)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("ssh-add - (the key from memory): %v: %s", err, strings.TrimSpace(string(out)))
+	}
 	return nil
 }
 
