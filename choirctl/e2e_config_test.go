@@ -334,6 +334,32 @@ func TestApprovedSkillLandsInTheAgent(t *testing.T) {
 	if !ag.a.saw("file-reader") {
 		t.Error("the restarted agent's model never heard of the skill file-reader")
 	}
+
+	// A tool, through the built-in tool-builder: approved, its manifest
+	// waits on a proposal branch for a person to write the code; main and
+	// the running agent stay as they are.
+	mainBefore, imageBefore := head(), agentState(t, ag.home, "agent-1").Image
+	ag.say(t, "build tool wordcount")
+	out, _, _ = ctlRun(t, ag.home, "", "approval", "list", "--json")
+	pending = nil
+	json.Unmarshal([]byte(out), &pending)
+	if len(pending) != 1 || !strings.Contains(pending[0].Summary, "new or changed tool demo.wordcount (manifest only") {
+		t.Fatalf("after tool-builder, pending approvals = %q", out)
+	}
+	if _, stderr, code := ctlRun(t, ag.home, "", "approval", "approve", pending[0].ID); code != 0 {
+		t.Fatalf("approval approve = %d %q", code, stderr)
+	}
+	waitUntil(t, "the DM told where the manifest is", time.Minute, func() bool {
+		_, ok := outbox.find("Approved tool demo.wordcount", "a person has written and reviewed")
+		return ok
+	}, outbox.String)
+	branch := "proposal/" + after.SessionID + "/demo.wordcount"
+	if manifest, err := exec.Command("git", "-C", ag.agentRepo, "show", branch+":tools/demo.wordcount.json").Output(); err != nil || !strings.Contains(string(manifest), "demo.wordcount") {
+		t.Errorf("the manifest on %s = %q, %v", branch, manifest, err)
+	}
+	if head() != mainBefore || agentState(t, ag.home, "agent-1").Image != imageBefore {
+		t.Error("an approved tool proposal changed main or the running image before a person wrote its code")
+	}
 	ag.d.stop(t)
 }
 
@@ -395,7 +421,7 @@ func TestTelegramConfigUpdateAndApproval(t *testing.T) {
 	ask(admin, "/events agent-1", "The last", "UserMsg")
 
 	// A skill proposed in the DM and approved with its button.
-	tg.InjectText(bot, admin, "propose skill tg-reader")
+	tg.InjectText(bot, admin, "build skill tg-reader") // the built-in skill-builder, step by step
 	var press telegramtest.Sent
 	var approve string
 	tg.Wait(t, "an approval with an approve button in the DM", func() bool {

@@ -13,7 +13,10 @@
 //     DM with the reply;
 //   - "core <task>" (or "background …") calls choir.core.spawn;
 //   - "propose skill <name>" proposes a small skill (choir.propose.skill)
-//     for a human to approve;
+//     for a human to approve; "build skill <name>" runs the built-in
+//     skill-builder skill, completing each step and proposing the same
+//     skill from its propose step; "build tool <name>" runs tool-builder
+//     likewise, proposing the manifest of demo.<name>;
 //   - "check mail" calls choir.email.check, "read mail" choir.email.receive
 //     (marking what it read seen), "mail <address>: <text>" choir.email.send;
 //   - anything else gets a short reply saying what it can do;
@@ -121,6 +124,10 @@ var (
 	checkMailRE = regexp.MustCompile(`(?i)\b(check|any)\s+(my\s+|new\s+)?e?mails?\b`)
 	readMailRE  = regexp.MustCompile(`(?i)\b(read|fetch|show)\s+(my\s+|the\s+|new\s+)?e?mails?\b`)
 	skillRE     = regexp.MustCompile(`(?i)\bpropose\s+(?:a\s+)?skill\s+([a-z][a-z0-9_-]{0,40})`)
+	// buildSkillRE runs the built-in skill-builder skill to its proposal.
+	buildSkillRE = regexp.MustCompile(`(?i)\bbuild\s+(?:a\s+)?skill\s+([a-z][a-z0-9_-]{0,40})`)
+	// buildToolRE runs the built-in tool-builder skill to its proposal.
+	buildToolRE = regexp.MustCompile(`(?i)\bbuild\s+(?:a\s+)?tool\s+([a-z][a-z0-9_]{0,40})`)
 )
 
 // decide picks the reply: text, or tool calls by their wire names.
@@ -138,6 +145,9 @@ func decide(req request, offered map[string]string) (string, []call) {
 	if delta := find(offered, "memory_delta"); delta != "" {
 		return "", []call{{delta, map[string]any{"memory_delta": map[string]any{"mode": "append", "summary_update": "Earlier messages were compacted by the demo model."}}}}
 	}
+	if walk, ok := walkSkill(req, offered); ok {
+		return "", []call{walk}
+	}
 	if last.Role == "tool" {
 		if retry, ok := createInstead(req); ok {
 			return "", []call{retry}
@@ -147,6 +157,10 @@ func decide(req request, offered map[string]string) (string, []call) {
 	text := contentText(last.Content)
 	lower := strings.ToLower(text)
 	switch {
+	case buildSkillRE.MatchString(text) && find(offered, "choir_skill_start") != "":
+		return "", []call{{find(offered, "choir_skill_start"), map[string]any{"skill": "skill-builder"}}}
+	case buildToolRE.MatchString(text) && find(offered, "choir_skill_start") != "":
+		return "", []call{{find(offered, "choir_skill_start"), map[string]any{"skill": "tool-builder"}}}
 	case skillRE.MatchString(text) && find(offered, "choir_propose_skill") != "":
 		return "", []call{{find(offered, "choir_propose_skill"), map[string]any{"spec": proposedSkill(skillRE.FindStringSubmatch(text)[1]),
 			"rationale": "the user asked for it"}}}
@@ -191,6 +205,58 @@ func decide(req request, offered map[string]string) (string, []call) {
 		}
 	}
 	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\", send a \"file <name>\", start a \"core <task>\", \"check mail\", \"read mail\" or \"mail <address>: <text>\".", firstLine(text)), nil
+}
+
+// walkSkill moves a running skill on (the lane offers choir.skill.transition
+// while one runs): in a step that offers choir.propose.skill it proposes the
+// skill the user asked to build, once; otherwise it completes the step.
+func walkSkill(req request, offered map[string]string) (call, bool) {
+	transition := find(offered, "choir_skill_transition")
+	if transition == "" {
+		return call{}, false
+	}
+	asked := func(re *regexp.Regexp, name string) string {
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				if sm := re.FindStringSubmatch(contentText(m.Content)); sm != nil {
+					name = sm[1]
+				}
+			}
+		}
+		return name
+	}
+	if propose := find(offered, "choir_propose_skill"); propose != "" && !calledSinceTransition(req, propose) {
+		return call{propose, map[string]any{"spec": proposedSkill(asked(buildSkillRE, "built-skill")),
+			"rationale": "the user asked to build it with skill-builder"}}, true
+	}
+	if propose := find(offered, "choir_propose_tool"); propose != "" && !calledSinceTransition(req, propose) {
+		name := "demo." + asked(buildToolRE, "tool")
+		return call{propose, map[string]any{"rationale": "the user asked to build it with tool-builder", "manifest": map[string]any{
+			"llm": map[string]any{"name": name, "description": "Count the words of a workspace file (proposed by the demo model).",
+				"input_schema": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}, "required": []string{"path"}}},
+			"runtime": map[string]any{"side_effect": "read", "timeout_ms": 10000}}}}, true
+	}
+	return call{transition, map[string]any{"on": "complete"}}, true
+}
+
+// calledSinceTransition reports whether the model called tool after its
+// last choir.skill.transition.
+func calledSinceTransition(req request, tool string) bool {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		var calls []struct {
+			Function struct{ Name string } `json:"function"`
+		}
+		json.Unmarshal(req.Messages[i].ToolCalls, &calls)
+		for _, c := range calls {
+			switch {
+			case c.Function.Name == tool:
+				return true
+			case strings.HasSuffix(c.Function.Name, "choir_skill_transition"):
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // proposedSkill is the small valid SkillSpec "propose skill <name>" asks
