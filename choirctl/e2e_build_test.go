@@ -15,7 +15,7 @@ import (
 )
 
 // commitFile changes one file of a bare repo through a throwaway clone.
-func commitFile(t *testing.T, bare, name, content string, mode os.FileMode) {
+func commitFile(t testing.TB, bare, name, content string, mode os.FileMode) {
 	t.Helper()
 	work := t.TempDir()
 	run := func(dir string, args ...string) {
@@ -102,7 +102,7 @@ func TestFromInitToARunningBuiltAgent(t *testing.T) {
 }
 
 // removeAgentImages removes what the builds of an agent tagged.
-func removeAgentImages(t *testing.T, id string) {
+func removeAgentImages(t testing.TB, id string) {
 	dc := dockertest.Engine(t)
 	ctx := context.Background()
 	imgs, _ := dc.ImageList(ctx, docker.ImageListOptions{Filters: docker.Filters{"label": {"choir.agent=" + id}}})

@@ -74,7 +74,7 @@ func (m *countingModel) saw(text string) bool {
 
 // serveModel serves a countingModel where containers reach it and returns
 // its /v1 endpoint.
-func serveModel(t *testing.T, m *countingModel) string {
+func serveModel(t testing.TB, m *countingModel) string {
 	t.Helper()
 	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
 	if err != nil {
@@ -110,7 +110,7 @@ type builtOpts struct {
 	dm      string
 }
 
-func newBuiltAgent(t *testing.T, opts ...builtOpts) *builtAgent {
+func newBuiltAgent(t testing.TB, opts ...builtOpts) *builtAgent {
 	t.Helper()
 	var o builtOpts
 	if len(opts) > 0 {
@@ -175,7 +175,7 @@ func newBuiltAgent(t *testing.T, opts ...builtOpts) *builtAgent {
 func (b *builtAgent) report() string { return "choird:\n" + tail(b.d.stderr.String(), 3000) }
 
 // say chats with agent-1 and wants the model's answer.
-func (b *builtAgent) say(t *testing.T, msg string) string {
+func (b *builtAgent) say(t testing.TB, msg string) string {
 	t.Helper()
 	out, stderr, code := ctlRun(t, b.home, msg, "chat", "agent-1", "--once", "--timeout", "2m")
 	if code != 0 || !strings.Contains(out, demomodel.Prefix) {

@@ -188,7 +188,7 @@ func runsOf(path string) int {
 
 // editConfig changes the home's config.json (choird reads it when it
 // starts).
-func editConfig(t *testing.T, home string, edit func(cfg map[string]any)) {
+func editConfig(t testing.TB, home string, edit func(cfg map[string]any)) {
 	t.Helper()
 	path := filepath.Join(home, "config.json")
 	data, err := os.ReadFile(path)
@@ -235,7 +235,7 @@ func sessionStatus(t *testing.T, home, agent, sessionID string) string {
 	return ""
 }
 
-func choirdStatus(t *testing.T, home string) ctl.Status {
+func choirdStatus(t testing.TB, home string) ctl.Status {
 	t.Helper()
 	out, stderr, code := ctlRun(t, home, "", "status", "--json")
 	var st ctl.Status

@@ -25,7 +25,7 @@ import (
 
 // waitUntil polls cond until it holds, failing after limit with what the
 // caller says about the state (status, logs) at that point.
-func waitUntil(t *testing.T, what string, limit time.Duration, cond func() bool, state func() string) {
+func waitUntil(t testing.TB, what string, limit time.Duration, cond func() bool, state func() string) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for !cond() {
@@ -112,7 +112,7 @@ func storedEvents(t *testing.T, home, sessionID string) []ctl.SessionEvent {
 	return evs
 }
 
-func agentState(t *testing.T, home, agent string) ctl.AgentStatus {
+func agentState(t testing.TB, home, agent string) ctl.AgentStatus {
 	t.Helper()
 	out, stderr, code := ctlRun(t, home, "", "agent", "status", agent, "--json")
 	var st ctl.AgentStatus

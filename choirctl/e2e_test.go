@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 // backends points a home's config.json at a test Postgres (in a namespace
 // of its own) and returns the environment choird needs to reach the test
 // Docker engine.
-func backends(t *testing.T, home string) []string {
+func backends(t testing.TB, home string) []string {
 	t.Helper()
 	dc := dockertest.Engine(t)
 	db := pgtest.DB(t)
@@ -69,7 +69,7 @@ const (
 )
 
 // ctlRun runs choirctl in-process against home.
-func ctlRun(t *testing.T, home, stdin string, args ...string) (stdout, stderr string, code int) {
+func ctlRun(t testing.TB, home, stdin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	code = realMain(context.Background(), append([]string{"--home", home}, args...), strings.NewReader(stdin), &out, &errb)
@@ -82,7 +82,7 @@ type daemon struct {
 	done   chan error
 }
 
-func startChoird(t *testing.T, home string, env []string, args ...string) *daemon {
+func startChoird(t testing.TB, home string, env []string, args ...string) *daemon {
 	t.Helper()
 	bin := testkit.Build(t, "choir/choird")
 	d := &daemon{stderr: &testkit.Buffer{}, done: make(chan error, 1)}
@@ -101,7 +101,7 @@ func startChoird(t *testing.T, home string, env []string, args ...string) *daemo
 }
 
 // waitReady polls choird's status until it answers, failing if choird exits.
-func waitReady(t *testing.T, home string, d *daemon) {
+func waitReady(t testing.TB, home string, d *daemon) {
 	t.Helper()
 	c := ctl.NewClient(config.Home{Dir: home}.AdminSocket())
 	defer c.Close()
@@ -123,7 +123,7 @@ func waitReady(t *testing.T, home string, d *daemon) {
 	}
 }
 
-func (d *daemon) stop(t *testing.T) error {
+func (d *daemon) stop(t testing.TB) error {
 	t.Helper()
 	d.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -405,7 +405,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // dropNamespace removes what choird created in the test database.
-func dropNamespace(t *testing.T, db pgtest.Database) {
+func dropNamespace(t testing.TB, db pgtest.Database) {
 	ctx := context.Background()
 	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
 	if err != nil {
