@@ -57,6 +57,10 @@ func Find(t testing.TB) Install {
 	return found
 }
 
+// Locate is Find for programs (make demo): the driver and Chromium, or
+// what is missing and how to install it.
+func Locate() (Install, error) { return find() }
+
 func find() (Install, error) {
 	in := Install{Executable: "/usr/bin/chromium"}
 	if v := os.Getenv(EnvChromium); v != "" {

@@ -33,6 +33,10 @@ type demo struct {
 	choirdDone chan error
 	agent      string
 	mail       *demoMail // nil when the mail packages are missing
+	demoModel  *demomodel.Server
+	page       *http.Server // the demo page; nil without a browser
+	pageURL    string
+	browserEnv []string // where choird finds the driver and Chromium
 }
 
 func (d *demo) say(format string, args ...any) { fmt.Fprintf(d.stdout, "== "+format+"\n", args...) }
@@ -65,6 +69,7 @@ func (d *demo) run(ctx context.Context) error {
 		{"Debian base image", d.debian},
 		{"model", d.startModel},
 		{"mail servers", d.mailServers},
+		{"browser", d.browser},
 		{"home, repos and config", d.configure},
 		{"choird", d.startChoird},
 		{"agent image", d.build},
@@ -78,7 +83,7 @@ func (d *demo) run(ctx context.Context) error {
 	if d.script {
 		return d.scripted(ctx)
 	}
-	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, file: hello, core: look around, check mail)", d.agent)
+	d.say("chatting with %s (Ctrl-D or /quit to leave; try: list the files, note: buy milk, file: hello, core: look around, check mail, browse the demo page)", d.agent)
 	d.say("files the agent sends are saved in %s", d.filesDir())
 	return d.ctl(ctx, d.stdin, d.stdout, "chat", d.agent, "--files", d.filesDir())
 }
@@ -146,7 +151,8 @@ func (d *demo) startModel(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on the Docker bridge %s: %w", ip, err)
 	}
-	d.model = &http.Server{Handler: &demomodel.Server{}}
+	d.demoModel = &demomodel.Server{}
+	d.model = &http.Server{Handler: d.demoModel}
 	go d.model.Serve(l)
 	d.llm = llmChoice{endpoint: "http://" + l.Addr().String() + "/v1", model: "choir-demo"}
 	return nil
@@ -159,6 +165,7 @@ func (d *demo) startChoird(ctx context.Context) error {
 		return err
 	}
 	d.choird = exec.Command(filepath.Join(d.bin, "choird"), "--home", d.home)
+	d.choird.Env = append(os.Environ(), d.browserEnv...)
 	d.choird.Stderr = logf
 	if err := d.choird.Start(); err != nil {
 		return err
@@ -266,6 +273,7 @@ func (d *demo) teardown() {
 		d.model.Close()
 	}
 	d.stopMail()
+	d.stopPage()
 	if d.pgDir != "" {
 		d.script1(ctx, "testkit/pgtest/pglite.sh", "stop", d.pgDir)
 	}

@@ -22,7 +22,8 @@ func TestMain(m *testing.M) {
 
 // TestDemoScriptedConversation runs make demo's program without a terminal:
 // a chat turn, a file listing, a note written to the workspace, a core job
-// and its report, checking, reading and sending email on the bridge; then
+// and its report, checking, reading and sending email on the bridge,
+// reading the demo page with the host's browser; then
 // checks that everything it started is gone.
 func TestDemoScriptedConversation(t *testing.T) {
 	dc := dockertest.Engine(t) // the demo uses the same engine (DOCKER_HOST)
@@ -38,7 +39,7 @@ func TestDemoScriptedConversation(t *testing.T) {
 	files := t.TempDir()
 	t.Setenv("CHOIR_DEMO_FILES", files)
 	script := "hello there\nplease list the files\nnote: buy milk\nread notes.md\nfile: greeting\ncore: look around the workspace\n" +
-		"check mail\nread mail\nmail bob@example.com: lunch at noon?\n"
+		"check mail\nread mail\nmail bob@example.com: lunch at noon?\nbrowse the demo page\n"
 	var out, errb bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -61,6 +62,15 @@ func TestDemoScriptedConversation(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, got)
 		}
+	}
+	// The browser, when Chromium and the driver are there (make test
+	// installs them; without them the demo says it goes without).
+	if strings.Contains(got, "browser: skipped") {
+		if testkit.Strict() {
+			t.Errorf("the demo went without a browser under %s=1:\n%s", testkit.StrictEnv, got)
+		}
+	} else if !strings.Contains(got, "Hello from the demo page") || !strings.Contains(got, "read ") {
+		t.Errorf("the demo's browse of its page did not answer with the page's text:\n%s", got)
 	}
 	// Email on the bridge, when the mail packages are there (make test
 	// installs them; without them the demo says it goes without email).

@@ -12,6 +12,8 @@
 //   - "file <name>" writes .choirtmp/send/<name>.txt, which goes to the
 //     DM with the reply;
 //   - "core <task>" (or "background …") calls choir.core.spawn;
+//   - "browse <url>" (or "browse the demo page") reads a page's text with
+//     choir.web.browse;
 //   - "propose skill <name>" proposes a small skill (choir.propose.skill)
 //     for a human to approve; "build skill <name>" runs the built-in
 //     skill-builder skill, completing each step and proposing the same
@@ -42,7 +44,12 @@ import (
 const Prefix = "[demo model] "
 
 // Server answers chat completions.
-type Server struct{ calls atomic.Int64 }
+type Server struct {
+	calls atomic.Int64
+	// DemoPage is the page "browse the demo page" reads (make demo serves
+	// one on the Docker bridge); "" when there is none.
+	DemoPage string
+}
 
 // ServeHTTP serves POST …/chat/completions and GET …/models.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -91,7 +98,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		offered[t.Function.Name] = t.Function.Name
 	}
-	text, calls := decide(req, offered)
+	text, calls := decide(req, offered, s.DemoPage)
 	s.calls.Add(1)
 	msg := map[string]any{"role": "assistant", "content": nil}
 	finish := "stop"
@@ -123,6 +130,7 @@ var (
 	// checkMailRE and readMailRE come before readRE: "read mail" is not a file.
 	checkMailRE = regexp.MustCompile(`(?i)\b(check|any)\s+(my\s+|new\s+)?e?mails?\b`)
 	readMailRE  = regexp.MustCompile(`(?i)\b(read|fetch|show)\s+(my\s+|the\s+|new\s+)?e?mails?\b`)
+	browseRE    = regexp.MustCompile(`(?i)^\s*browse\s+(the demo page|demo page|https?://\S+)\s*$`)
 	skillRE     = regexp.MustCompile(`(?i)\bpropose\s+(?:a\s+)?skill\s+([a-z][a-z0-9_-]{0,40})`)
 	// buildSkillRE runs the built-in skill-builder skill to its proposal.
 	buildSkillRE = regexp.MustCompile(`(?i)\bbuild\s+(?:a\s+)?skill\s+([a-z][a-z0-9_-]{0,40})`)
@@ -131,7 +139,7 @@ var (
 )
 
 // decide picks the reply: text, or tool calls by their wire names.
-func decide(req request, offered map[string]string) (string, []call) {
+func decide(req request, offered map[string]string, demoPage string) (string, []call) {
 	last := req.Messages[len(req.Messages)-1]
 	if finish := find(offered, "core_finish"); finish != "" {
 		return "", []call{{finish, map[string]any{"summary": Prefix + "finished this job at once: " + firstLine(briefing(req))}}}
@@ -157,6 +165,15 @@ func decide(req request, offered map[string]string) (string, []call) {
 	text := contentText(last.Content)
 	lower := strings.ToLower(text)
 	switch {
+	case browseRE.MatchString(text) && find(offered, "choir_web_browse") != "":
+		url := browseRE.FindStringSubmatch(text)[1]
+		if strings.EqualFold(url, "the demo page") || strings.EqualFold(url, "demo page") {
+			if demoPage == "" {
+				return "there is no demo page in this demo: say browse <url> with a page this machine serves.", nil
+			}
+			url = demoPage
+		}
+		return "", []call{{find(offered, "choir_web_browse"), map[string]any{"url": url, "mode": "text"}}}
 	case buildSkillRE.MatchString(text) && find(offered, "choir_skill_start") != "":
 		return "", []call{{find(offered, "choir_skill_start"), map[string]any{"skill": "skill-builder"}}}
 	case buildToolRE.MatchString(text) && find(offered, "choir_skill_start") != "":
@@ -290,6 +307,7 @@ func toolAccount(req request) string {
 			Summary  string `json:"summary"`
 			Stdout   string `json:"stdout"`
 			Content  string `json:"content"`
+			Text     string `json:"text"` // choir.web.browse
 			Messages []struct {
 				From    []string `json:"from"`
 				Subject string   `json:"subject"`
@@ -306,6 +324,8 @@ func toolAccount(req request) string {
 			detail += ":\n" + strings.TrimSpace(res.Stdout)
 		} else if res.Content != "" {
 			detail += ":\n" + strings.TrimSpace(res.Content)
+		} else if res.Text != "" {
+			detail += ":\n" + strings.TrimSpace(res.Text)
 		}
 		for _, m := range res.Messages { // choir.email.receive
 			detail += fmt.Sprintf("\nfrom %s: %s\n%s", strings.Join(m.From, ", "), m.Subject, strings.TrimSpace(m.Text))
