@@ -119,7 +119,7 @@ func TestBrowseEndToEnd(t *testing.T) {
 	}
 	say := func(agent, msg string) string {
 		t.Helper()
-		out, stderr, code := ctlRun(t, home, msg, "chat", agent, "--once", "--timeout", "3m")
+		out, stderr, code := ctlRun(t, home, msg, "chat", agent, "--once", "--timeout", "3m", "--files", t.TempDir())
 		if code != 0 {
 			data, _ := os.ReadFile(filepath.Join(home, "logs", agent+".log"))
 			t.Fatalf("%s did not answer %q: %d %q %q\nagent log tail:\n%s", agent, msg, code, out, stderr, data[max(0, len(data)-3000):])
