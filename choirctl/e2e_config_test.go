@@ -108,6 +108,9 @@ type builtOpts struct {
 	config  func(cfg map[string]any)
 	secrets map[string]string
 	dm      string
+	// http runs choird with --transport=http: the agent reaches it over
+	// HTTPS on the bridge, with no socket.
+	http bool
 }
 
 func newBuiltAgent(t testing.TB, opts ...builtOpts) *builtAgent {
@@ -158,7 +161,11 @@ func newBuiltAgent(t testing.TB, opts ...builtOpts) *builtAgent {
 			t.Fatalf("secret set %s = %d %s", name, code, stderr)
 		}
 	}
-	d := startChoird(t, home, env)
+	var args []string
+	if o.http {
+		args = []string{"--transport=http", "--listen=" + dockertest.BridgeIP(t) + ":0"}
+	}
+	d := startChoird(t, home, env, args...)
 	waitReady(t, home, d)
 	t.Cleanup(func() { removeAgentImages(t, "agent-1") })
 	b := &builtAgent{home: home, agentRepo: agentRepo, d: d, a: a}
@@ -284,9 +291,14 @@ func TestConfigApplyAndAgentUpdate(t *testing.T) {
 // (§8.10, §20) on a real engine: the agent proposes a skill, nothing
 // changes until a human approves; the approval commits the skill to the
 // agent repo as the agent's git identity, builds a new image and restarts
-// the agent on it, resuming its session, and the DM hears each step.
+// the agent on it, resuming its session, and the DM hears each step. It
+// runs over the HTTP transport (the other tests of this file over the
+// socket), so start, chat, approval, update and resume pass on both.
 func TestApprovedSkillLandsInTheAgent(t *testing.T) {
-	ag := newBuiltAgent(t)
+	ag := newBuiltAgent(t, builtOpts{http: true})
+	if st := choirdStatus(t, ag.home); st.Transport != "http" {
+		t.Fatalf("choird's transport is %q; want http", st.Transport)
+	}
 	outbox := watchOutbox(t, ag.home, "agent-1")
 	before := agentState(t, ag.home, "agent-1")
 	head := func() string {

@@ -285,12 +285,26 @@ func TestOperatorSessionAgainstChoird(t *testing.T) {
 	d.done <- nil
 	os.WriteFile(cfgPath, good, 0o644)
 
-	// The HTTP transport refuses plaintext off loopback.
-	d = startChoird(t, home, env, "--transport=http", "--listen=0.0.0.0:0")
-	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "plaintext is allowed only on a loopback address") {
-		t.Errorf("choird --transport=http on 0.0.0.0 without TLS = %v:\n%s", err, d.stderr.String())
+	// The HTTP transport: a loopback address no container reaches is
+	// refused; without a certificate choird serves TLS with its own.
+	d = startChoird(t, home, env, "--transport=http", "--listen=127.0.0.1:0")
+	if err := <-d.done; exitCode(err) != 1 || !strings.Contains(d.stderr.String(), "cannot reach a loopback address") {
+		t.Errorf("choird --transport=http on loopback = %v:\n%s", err, d.stderr.String())
 	}
 	d.done <- nil
+	d = startChoird(t, home, env, "--transport=http", "--listen=0.0.0.0:0")
+	waitReady(t, home, d)
+	if out, _, _ := ctlRun(t, home, "", "status"); !strings.Contains(out, "https://") {
+		t.Errorf("status with --transport=http = %q; want choird's https endpoint", out)
+	}
+	for _, f := range []string{"agents-ca-key.pem", "agents-key.pem"} {
+		if fi, err := os.Stat(filepath.Join(home, "tls", f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v; want a key file of mode 0600", f, err)
+		}
+	}
+	if err := d.stop(t); err != nil {
+		t.Errorf("choird --transport=http stop = %v", err)
+	}
 
 	// choird refuses a secrets.json others can read.
 	os.Chmod(filepath.Join(home, "secrets.json"), 0o644)

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"choir/internal/docker"
 )
 
 // verifies serves TLS with the pair on loopback and reports whether a
@@ -77,5 +81,45 @@ func TestAgentTLS(t *testing.T) {
 	os.WriteFile(filepath.Join(home, tlsDir, caKeyFile), []byte("-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"), 0o600)
 	if _, _, _, err := agentTLS(home, "172.17.0.1"); err == nil || !strings.Contains(err.Error(), "remove both") {
 		t.Errorf("agentTLS(broken CA key) = %v; want a refusal saying to remove both", err)
+	}
+}
+
+func TestGatewayOf(t *testing.T) {
+	withConfig := func(subnet, gw string) docker.Network {
+		var n docker.Network
+		n.Options = map[string]string{bridgeNameOption: "docker0"}
+		n.IPAM.Config = append(n.IPAM.Config, struct{ Subnet, Gateway string }{subnet, gw})
+		return n
+	}
+	host := func(addrs ...string) func(string) ([]net.Addr, error) {
+		return func(name string) ([]net.Addr, error) {
+			if name != "docker0" {
+				return nil, errors.New("no such interface")
+			}
+			var out []net.Addr
+			for _, a := range addrs {
+				ip, sn, _ := net.ParseCIDR(a)
+				out = append(out, &net.IPNet{IP: ip, Mask: sn.Mask})
+			}
+			return out, nil
+		}
+	}
+	tests := []struct {
+		name string
+		n    docker.Network
+		host func(string) ([]net.Addr, error)
+		want string // "" means an error
+	}{
+		{"IPAM gateway", withConfig("172.17.0.0/16", "172.17.0.1"), host(), "172.17.0.1"},
+		{"from the bridge interface", withConfig("172.17.0.0/16", ""), host("fe80::1/64", "10.9.0.1/24", "172.17.0.1/16"), "172.17.0.1"},
+		{"interface outside the subnet", withConfig("172.18.0.0/16", ""), host("172.17.0.1/16"), ""},
+		{"no interface", withConfig("172.17.0.0/16", ""), func(string) ([]net.Addr, error) { return nil, errors.New("gone") }, ""},
+		{"nothing known", docker.Network{}, host("172.17.0.1/16"), ""},
+	}
+	for _, tt := range tests {
+		got, err := gatewayOf(tt.n, tt.host)
+		if got != tt.want || (tt.want == "") != (err != nil) {
+			t.Errorf("%s: gatewayOf() = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
 	}
 }

@@ -287,12 +287,53 @@ func bridgeGateway(ctx context.Context, dc *docker.Client) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("find the engine's bridge network, where agents reach choird: %w (or give --listen ADDRESS:PORT)", err)
 	}
+	return gatewayOf(n, func(name string) ([]net.Addr, error) {
+		ifc, err := net.InterfaceByName(name)
+		if err != nil {
+			return nil, err
+		}
+		return ifc.Addrs()
+	})
+}
+
+// bridgeNameOption names a bridge network's host interface.
+const bridgeNameOption = "com.docker.network.bridge.name"
+
+// gatewayOf is a bridge network's gateway: its IPAM gateway, else the
+// IPv4 address of its host interface inside its subnet (engines leave the
+// default bridge's gateway out of IPAM when dockerd was given --bip or
+// nothing).
+func gatewayOf(n docker.Network, addrs func(iface string) ([]net.Addr, error)) (string, error) {
+	var subnets []*net.IPNet
 	for _, c := range n.IPAM.Config {
 		if ip := net.ParseIP(c.Gateway); ip != nil && ip.To4() != nil {
 			return c.Gateway, nil
 		}
+		if _, sn, err := net.ParseCIDR(c.Subnet); err == nil {
+			subnets = append(subnets, sn)
+		}
 	}
-	return "", errors.New("the engine's bridge network has no IPv4 gateway: give --listen ADDRESS:PORT, an address the containers reach")
+	if name := n.Options[bridgeNameOption]; name != "" {
+		as, err := addrs(name)
+		if err != nil {
+			return "", fmt.Errorf("the engine's bridge %s: %w (or give --listen ADDRESS:PORT)", name, err)
+		}
+		for _, a := range as {
+			ipn, ok := a.(*net.IPNet)
+			if !ok || ipn.IP.To4() == nil {
+				continue
+			}
+			for _, sn := range subnets {
+				if sn.Contains(ipn.IP) {
+					return ipn.IP.String(), nil
+				}
+			}
+			if len(subnets) == 0 {
+				return ipn.IP.String(), nil
+			}
+		}
+	}
+	return "", errors.New("the engine's bridge network has no IPv4 gateway on this host: give --listen ADDRESS:PORT, an address the containers reach")
 }
 
 // stopAgents stops every running agent gracefully when choird stops, all

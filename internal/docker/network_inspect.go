@@ -11,7 +11,10 @@ type Network struct {
 	Name   string
 	ID     string `json:"Id"`
 	Driver string
-	IPAM   struct {
+	// Options holds the driver's settings; a bridge names its host
+	// interface in "com.docker.network.bridge.name".
+	Options map[string]string
+	IPAM    struct {
 		Config []struct {
 			Subnet  string
 			Gateway string
