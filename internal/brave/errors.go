@@ -8,14 +8,16 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"choir/internal/httpapi"
 )
 
 // ErrTooLarge is the cause of an *APIError whose answer passed the size cap.
-var ErrTooLarge = errors.New("answer too large")
+var ErrTooLarge = httpapi.ErrTooLarge
 
 // APIError is every failure of a call. It never holds the token.
 type APIError struct {
-	// Endpoint is the host and path called (no query).
+	// Endpoint is the method, host and path called ("GET host/path").
 	Endpoint string
 	// Status is the HTTP status; 0 when no answer arrived.
 	Status int
@@ -32,7 +34,7 @@ type APIError struct {
 
 func (e *APIError) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "brave: GET %s: ", e.Endpoint)
+	fmt.Fprintf(&b, "brave: %s: ", e.Endpoint)
 	if e.Status != 0 {
 		fmt.Fprintf(&b, "HTTP %d", e.Status)
 		if e.Code != "" {
@@ -88,34 +90,18 @@ func parseError(status int, body []byte) *APIError {
 		}
 		return e
 	}
-	e.Message = http.StatusText(status) + " (not a Brave error object: " + snippet(body) + ")"
+	e.Message = http.StatusText(status) + " (not a Brave error object: " + httpapi.Snippet(body) + ")"
 	return e
 }
 
 // snippet quotes at most 120 bytes of a body.
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 120 {
-		s = s[:120] + "..."
-	}
-	if s == "" {
-		return "empty body"
-	}
-	return strconv.Quote(s)
-}
 
 // retryAfter is a 429's wait: Retry-After (seconds or an HTTP date) when
 // present, else X-RateLimit-Reset of the first window whose
 // X-RateLimit-Remaining is 0, else the first reset.
 func retryAfter(h http.Header, now time.Time) time.Duration {
 	if v := strings.TrimSpace(h.Get("Retry-After")); v != "" {
-		if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-			return time.Duration(n) * time.Second
-		}
-		if t, err := http.ParseTime(v); err == nil && t.After(now) {
-			return t.Sub(now)
-		}
-		return 0
+		return httpapi.RetryAfter(v, now)
 	}
 	resets := splitInts(h.Get("X-RateLimit-Reset"))
 	if len(resets) == 0 {

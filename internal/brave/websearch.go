@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"choir/internal/httpapi"
 )
 
 // Limits of a web search request (Brave's API reference).
@@ -83,7 +85,7 @@ func (r WebSearchRequest) Check() error {
 // <strong> decorations (text_decorations=false).
 func (c *Client) WebSearch(ctx context.Context, r WebSearchRequest) (*WebSearchResponse, error) {
 	if err := r.Check(); err != nil {
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + "/web/search", Message: err.Error()}
+		return nil, &APIError{Endpoint: "GET " + c.api.Base.Host + c.api.Base.Path + "/web/search", Message: err.Error()}
 	}
 	q := url.Values{"q": {strings.TrimSpace(r.Query)}, "text_decorations": {"false"}}
 	if r.Count > 0 {
@@ -120,8 +122,8 @@ func (c *Client) WebSearch(ctx context.Context, r WebSearchRequest) (*WebSearchR
 		} `json:"web"`
 	}
 	if err := json.Unmarshal(body, &w); err != nil || w.Type != "search" {
-		msg := "the answer is not a Brave search result (want {\"type\":\"search\",...}): " + snippet(body)
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + "/web/search", Status: 200, Message: msg, Err: err}
+		msg := "the answer is not a Brave search result (want {\"type\":\"search\",...}): " + httpapi.Snippet(body)
+		return nil, &APIError{Endpoint: "GET " + c.api.Base.Host + c.api.Base.Path + "/web/search", Status: 200, Message: msg, Err: err}
 	}
 	out := &WebSearchResponse{Query: w.Query.Original, MoreResults: w.Query.MoreResults, Remaining: h.Get("X-RateLimit-Remaining")}
 	if w.Query.Altered != "" {

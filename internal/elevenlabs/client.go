@@ -1,15 +1,14 @@
 package elevenlabs
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"choir/internal/httpapi"
 )
 
 // DefaultEndpoint is the API base of ElevenLabs.
@@ -41,36 +40,26 @@ type Config struct {
 
 // Client calls the ElevenLabs API. It is safe for concurrent use.
 type Client struct {
-	base    *url.URL
-	key     string
-	http    *http.Client
-	timeout time.Duration
-	max     int64
-	now     func() time.Time
+	api *httpapi.Caller
+	now func() time.Time
 }
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	raw := strings.TrimSpace(cfg.Endpoint)
-	if raw == "" {
-		raw = DefaultEndpoint
-	}
-	base, err := url.Parse(raw)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("elevenlabs: endpoint %q is not an http(s) URL with a host; want e.g. %s", raw, DefaultEndpoint)
+	base, err := httpapi.ParseBase("elevenlabs", cfg.Endpoint, DefaultEndpoint)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.APIKey) == "" {
 		return nil, errors.New("elevenlabs: no API key: set the secret of the voice profile's TTS provider")
 	}
-	c := &Client{base: base, key: cfg.APIKey, http: cfg.HTTPClient, timeout: cfg.Timeout, max: cfg.MaxAudio, now: cfg.Now}
-	if c.http == nil {
-		c.http = http.DefaultClient
+	c := &Client{api: &httpapi.Caller{Base: base, HTTP: cfg.HTTPClient, Timeout: cfg.Timeout, MaxBody: cfg.MaxAudio, Secret: cfg.APIKey,
+		Header: http.Header{"Xi-Api-Key": {cfg.APIKey}}}, now: cfg.Now}
+	if c.api.Timeout <= 0 {
+		c.api.Timeout = DefaultTimeout
 	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
-	if c.max <= 0 {
-		c.max = DefaultMaxAudio
+	if c.api.MaxBody <= 0 {
+		c.api.MaxBody = DefaultMaxAudio
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -81,56 +70,16 @@ func New(cfg Config) (*Client, error) {
 // post performs POST base+path?query with a JSON body and returns a 2xx
 // answer's body and Content-Type, or an *APIError.
 func (c *Client) post(ctx context.Context, path string, query url.Values, body []byte) ([]byte, string, error) {
-	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + path
-	u.RawPath = ""
-	u.RawQuery = query.Encode()
-	where := u.Host + u.EscapedPath()
-	fail := func(status int, msg string, err error) *APIError {
-		return &APIError{Endpoint: where, Status: status, Message: c.redact(msg), Err: err}
+	ans, where, f := c.api.Do(ctx, http.MethodPost, path, query, body)
+	if f != nil {
+		return nil, "", &APIError{Endpoint: f.Endpoint, Status: f.Status, Message: f.Message, Err: f.Err}
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
-	if err != nil {
-		return nil, "", fail(0, "build the request", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("xi-api-key", c.key)
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return nil, "", fail(0, c.transportMessage(ctx, err), err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.max+1))
-	if err != nil {
-		return nil, "", fail(resp.StatusCode, "reading the answer: "+c.transportMessage(ctx, err), err)
-	}
-	if int64(len(data)) > c.max {
-		return nil, "", fail(resp.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", c.max), ErrTooLarge)
-	}
-	if resp.StatusCode/100 != 2 {
-		e := parseError(resp.StatusCode, data)
+	if ans.Status/100 != 2 {
+		e := parseError(ans.Status, ans.Body)
 		e.Endpoint = where
-		e.Message = c.redact(e.Message)
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
+		e.Message = c.api.Redact(e.Message)
+		e.RetryAfter = httpapi.RetryAfter(ans.Header.Get("Retry-After"), c.now())
 		return nil, "", e
 	}
-	return data, resp.Header.Get("Content-Type"), nil
+	return ans.Body, ans.Header.Get("Content-Type"), nil
 }
-
-func (c *Client) transportMessage(ctx context.Context, err error) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no complete answer within %v", c.timeout)
-	}
-	if errors.Is(err, context.Canceled) {
-		return "canceled"
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return c.redact(err.Error())
-}
-
-func (c *Client) redact(s string) string { return strings.ReplaceAll(s, c.key, "[REDACTED]") }

@@ -1,9 +1,7 @@
 package elevenlabs
 
 import (
-	"net/http"
 	"testing"
-	"time"
 )
 
 func TestParseErrorShapes(t *testing.T) {
@@ -22,13 +20,6 @@ func TestParseErrorShapes(t *testing.T) {
 		if e.Code != tc.code || e.Message != tc.msg {
 			t.Errorf("parseError(%s) = %q %q; want %q %q", tc.body, e.Code, e.Message, tc.code, tc.msg)
 		}
-	}
-	now := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
-	if got := retryAfter(now.Add(time.Minute).Format(http.TimeFormat), now); got != time.Minute {
-		t.Errorf("retryAfter(an HTTP date a minute ahead) = %v", got)
-	}
-	if got := retryAfter("-1", now); got != 0 {
-		t.Errorf("retryAfter(-1) = %v; want 0", got)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode/utf8"
+
+	"choir/internal/httpapi"
 )
 
 // MaxTextLen is the most characters one call sends; ElevenLabs' own
@@ -71,7 +73,7 @@ func (r SpeechRequest) Check() error {
 func (c *Client) Speech(ctx context.Context, r SpeechRequest) (*Audio, error) {
 	path := "/text-to-speech/" + url.PathEscape(r.VoiceID)
 	if err := r.Check(); err != nil {
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + path, Message: err.Error()}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + path, Message: err.Error()}
 	}
 	body, _ := json.Marshal(struct {
 		Text          string         `json:"text"`
@@ -91,13 +93,13 @@ func (c *Client) Speech(ctx context.Context, r SpeechRequest) (*Audio, error) {
 		format = "mp3_44100_128"
 	}
 	if len(data) == 0 {
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + path, Status: 200, Message: "the answer has no audio (empty body)"}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + path, Status: 200, Message: "the answer has no audio (empty body)"}
 	}
 	if strings.HasPrefix(ctype, "application/json") || bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) {
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + path, Status: 200, Message: "the answer is JSON, not audio: " + snippet(data)}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + path, Status: 200, Message: "the answer is JSON, not audio: " + httpapi.Snippet(data)}
 	}
 	if err := checkAudio(format, data); err != nil {
-		return nil, &APIError{Endpoint: c.base.Host + c.base.Path + path, Status: 200, Message: err.Error()}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + path, Status: 200, Message: err.Error()}
 	}
 	return &Audio{Data: data, ContentType: ctype, Format: format}, nil
 }
@@ -116,7 +118,7 @@ func checkAudio(format string, data []byte) error {
 		ok = bytes.HasPrefix(data, []byte("RIFF"))
 	}
 	if !ok {
-		return fmt.Errorf("the answer is not %s audio (it starts with %s)", format, snippet(data[:min(len(data), 16)]))
+		return fmt.Errorf("the answer is not %s audio (it starts with %s)", format, httpapi.Snippet(data[:min(len(data), 16)]))
 	}
 	return nil
 }

@@ -26,7 +26,7 @@ type BlockList struct {
 func (c *Client) BlockChildren(ctx context.Context, id, cursor string, pageSize int) (*BlockList, error) {
 	id, err := ParseID(id)
 	if err != nil {
-		return nil, &APIError{Endpoint: "GET " + c.base.Host + c.base.Path + "/blocks", Message: err.Error()}
+		return nil, &APIError{Endpoint: "GET " + c.api.Base.Host + c.api.Base.Path + "/blocks", Message: err.Error()}
 	}
 	q := url.Values{}
 	if pageSize > 0 {

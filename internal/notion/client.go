@@ -1,16 +1,15 @@
 package notion
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"choir/internal/httpapi"
 )
 
 // DefaultEndpoint is the API base of Notion.
@@ -43,36 +42,26 @@ type Config struct {
 
 // Client calls the Notion API. It is safe for concurrent use.
 type Client struct {
-	base    *url.URL
-	token   string
-	http    *http.Client
-	timeout time.Duration
-	maxBody int64
-	now     func() time.Time
+	api *httpapi.Caller
+	now func() time.Time
 }
 
 // New checks cfg and returns a client.
 func New(cfg Config) (*Client, error) {
-	raw := strings.TrimSpace(cfg.Endpoint)
-	if raw == "" {
-		raw = DefaultEndpoint
-	}
-	base, err := url.Parse(raw)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("notion: endpoint %q is not an http(s) URL with a host; want e.g. %s", raw, DefaultEndpoint)
+	base, err := httpapi.ParseBase("notion", cfg.Endpoint, DefaultEndpoint)
+	if err != nil {
+		return nil, err
 	}
 	if strings.TrimSpace(cfg.Token) == "" {
 		return nil, errors.New("notion: no integration token: set the secret of the Notion integration")
 	}
-	c := &Client{base: base, token: cfg.Token, http: cfg.HTTPClient, timeout: cfg.Timeout, maxBody: cfg.MaxBody, now: cfg.Now}
-	if c.http == nil {
-		c.http = http.DefaultClient
+	c := &Client{api: &httpapi.Caller{Base: base, HTTP: cfg.HTTPClient, Timeout: cfg.Timeout, MaxBody: cfg.MaxBody, Secret: cfg.Token,
+		Header: http.Header{"Authorization": {"Bearer " + cfg.Token}, "Notion-Version": {Version}, "Accept": {"application/json"}}}, now: cfg.Now}
+	if c.api.Timeout <= 0 {
+		c.api.Timeout = DefaultTimeout
 	}
-	if c.timeout <= 0 {
-		c.timeout = DefaultTimeout
-	}
-	if c.maxBody <= 0 {
-		c.maxBody = DefaultMaxBody
+	if c.api.MaxBody <= 0 {
+		c.api.MaxBody = DefaultMaxBody
 	}
 	if c.now == nil {
 		c.now = time.Now
@@ -83,74 +72,29 @@ func New(cfg Config) (*Client, error) {
 // do performs one request and decodes a 2xx answer into out, or returns
 // an *APIError.
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
-	u := *c.base
-	u.Path = strings.TrimRight(u.Path, "/") + path
-	u.RawPath = ""
-	u.RawQuery = query.Encode()
-	where := method + " " + u.Host + u.EscapedPath()
-	fail := func(status int, msg string, err error) *APIError {
-		return &APIError{Endpoint: where, Status: status, Message: c.redact(msg), Err: err}
-	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
-		data, err := json.Marshal(in)
-		if err != nil {
-			return fail(0, "encode the request", err)
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return &APIError{Endpoint: method + " " + path, Message: "encode the request", Err: err}
 		}
-		body = bytes.NewReader(data)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
-	if err != nil {
-		return fail(0, "build the request", err)
+	ans, where, f := c.api.Do(ctx, method, path, query, body)
+	if f != nil {
+		return &APIError{Endpoint: f.Endpoint, Status: f.Status, Message: f.Message, Err: f.Err}
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Notion-Version", Version)
-	req.Header.Set("Accept", "application/json")
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fail(0, c.transportMessage(ctx, err), err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody+1))
-	if err != nil {
-		return fail(resp.StatusCode, "reading the answer: "+c.transportMessage(ctx, err), err)
-	}
-	if int64(len(data)) > c.maxBody {
-		return fail(resp.StatusCode, fmt.Sprintf("the answer is larger than %d bytes", c.maxBody), ErrTooLarge)
-	}
-	if resp.StatusCode/100 != 2 {
-		e := parseError(resp.StatusCode, data)
+	if ans.Status/100 != 2 {
+		e := parseError(ans.Status, ans.Body)
 		e.Endpoint = where
-		e.Message = c.redact(e.Message)
-		e.RetryAfter = retryAfter(resp.Header.Get("Retry-After"), c.now())
+		e.Message = c.api.Redact(e.Message)
+		e.RetryAfter = httpapi.RetryAfter(ans.Header.Get("Retry-After"), c.now())
 		return e
 	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fail(resp.StatusCode, "the answer is not the JSON Notion sends: "+snippet(data), err)
+	if err := json.Unmarshal(ans.Body, out); err != nil {
+		return &APIError{Endpoint: where, Status: ans.Status, Message: "the answer is not the JSON Notion sends: " + httpapi.Snippet(ans.Body), Err: err}
 	}
 	return nil
 }
-
-func (c *Client) transportMessage(ctx context.Context, err error) string {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Sprintf("no complete answer within %v", c.timeout)
-	}
-	if errors.Is(err, context.Canceled) {
-		return "canceled"
-	}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		err = ue.Err
-	}
-	return c.redact(err.Error())
-}
-
-func (c *Client) redact(s string) string { return strings.ReplaceAll(s, c.token, "[REDACTED]") }
 
 // list is the envelope of every list answer.
 type list struct {

@@ -33,7 +33,7 @@ type Rows struct {
 
 // QueryDatabase runs POST /databases/{id}/query.
 func (c *Client) QueryDatabase(ctx context.Context, id string, q DatabaseQuery) (*Rows, error) {
-	where := "POST " + c.base.Host + c.base.Path + "/databases"
+	where := "POST " + c.api.Base.Host + c.api.Base.Path + "/databases"
 	id, err := ParseID(id)
 	if err != nil {
 		return nil, &APIError{Endpoint: where, Message: err.Error()}

@@ -5,13 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"choir/internal/httpapi"
 )
 
 // ErrTooLarge is the cause of an *APIError whose answer passed the size cap.
-var ErrTooLarge = errors.New("answer too large")
+var ErrTooLarge = httpapi.ErrTooLarge
 
 // APIError is every failure of a call. It never holds the token.
 type APIError struct {
@@ -92,31 +93,6 @@ func parseError(status int, body []byte) *APIError {
 		}
 		return e
 	}
-	e.Message = http.StatusText(status) + " (not a Notion error object: " + snippet(body) + ")"
+	e.Message = http.StatusText(status) + " (not a Notion error object: " + httpapi.Snippet(body) + ")"
 	return e
-}
-
-func snippet(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	if len(s) > 120 {
-		s = s[:120] + "..."
-	}
-	if s == "" {
-		return "empty body"
-	}
-	return strconv.Quote(s)
-}
-
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if n, err := strconv.Atoi(v); err == nil && n >= 0 {
-		return time.Duration(n) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
 }

@@ -18,7 +18,7 @@ type Page struct {
 func (c *Client) Page(ctx context.Context, id string) (*Page, error) {
 	id, err := ParseID(id)
 	if err != nil {
-		return nil, &APIError{Endpoint: "GET " + c.base.Host + c.base.Path + "/pages", Message: err.Error()}
+		return nil, &APIError{Endpoint: "GET " + c.api.Base.Host + c.api.Base.Path + "/pages", Message: err.Error()}
 	}
 	var p struct {
 		Object     string                     `json:"object"`
@@ -32,7 +32,7 @@ func (c *Client) Page(ctx context.Context, id string) (*Page, error) {
 		return nil, err
 	}
 	if p.Object != "page" || p.ID == "" {
-		return nil, &APIError{Endpoint: "GET " + c.base.Host + c.base.Path + "/pages/" + id, Status: 200, Message: `the answer is not a page object (want "object":"page")`}
+		return nil, &APIError{Endpoint: "GET " + c.api.Base.Host + c.api.Base.Path + "/pages/" + id, Status: 200, Message: `the answer is not a page object (want "object":"page")`}
 	}
 	page := &Page{ID: p.ID, URL: p.URL, Archived: p.Archived || p.InTrash}
 	page.Title, page.Properties = properties(p.Properties)

@@ -39,10 +39,10 @@ type SearchResult struct {
 // Search runs POST /search.
 func (c *Client) Search(ctx context.Context, r SearchRequest) (*SearchResult, error) {
 	if r.Filter != "" && r.Filter != "page" && r.Filter != "database" {
-		return nil, &APIError{Endpoint: "POST " + c.base.Host + c.base.Path + "/search", Message: fmt.Sprintf("filter %q: want page, database or nothing", r.Filter)}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + "/search", Message: fmt.Sprintf("filter %q: want page, database or nothing", r.Filter)}
 	}
 	if r.PageSize < 0 || r.PageSize > MaxPageSize {
-		return nil, &APIError{Endpoint: "POST " + c.base.Host + c.base.Path + "/search", Message: fmt.Sprintf("page size %d: want 1 to %d", r.PageSize, MaxPageSize)}
+		return nil, &APIError{Endpoint: "POST " + c.api.Base.Host + c.api.Base.Path + "/search", Message: fmt.Sprintf("page size %d: want 1 to %d", r.PageSize, MaxPageSize)}
 	}
 	body := map[string]any{}
 	if r.Query != "" {
