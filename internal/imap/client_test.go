@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"choir/testkit/linetest"
 )
 
-func dial(t *testing.T, srv *fakeServer, cfg Config) *Client {
+func dial(t *testing.T, srv *linetest.Server, cfg Config) *Client {
 	t.Helper()
 	c, err := Dial(context.Background(), cfg)
 	if err != nil {
@@ -22,18 +24,18 @@ func dial(t *testing.T, srv *fakeServer, cfg Config) *Client {
 
 func TestSelectSearchFetchStore(t *testing.T) {
 	srv, pool := serve(t, true, func(s *session) {
-		s.greetAndLogin()
-		tag := s.tagOf(s.expect(`C002 SELECT "INBOX"`))
-		s.send(`* FLAGS (\Answered \Flagged \Deleted \Seen \Draft)`,
+		greetAndLogin(s)
+		tag := tagOf(s.Expect(`C002 SELECT "INBOX"`))
+		s.Send(`* FLAGS (\Answered \Flagged \Deleted \Seen \Draft)`,
 			`* OK [PERMANENTFLAGS (\Answered \Flagged \Deleted \Seen \Draft \*)] Flags permitted.`,
 			"* 3 EXISTS", "* 0 RECENT",
 			"* OK [UIDVALIDITY 1700000000] UIDs valid", "* OK [UIDNEXT 12] Predicted next UID",
 			tag+" OK [READ-WRITE] Select completed.")
-		tag = s.tagOf(s.expect("C003 UID SEARCH UNSEEN SINCE 1-Nov-2026"))
-		s.send("* SEARCH 9 11", tag+" OK Search completed.")
-		tag = s.tagOf(s.expect("C004 UID FETCH 9,11 (UID FLAGS RFC822.SIZE ENVELOPE BODY.PEEK[])"))
+		tag = tagOf(s.Expect("C003 UID SEARCH UNSEEN SINCE 1-Nov-2026"))
+		s.Send("* SEARCH 9 11", tag+" OK Search completed.")
+		tag = tagOf(s.Expect("C004 UID FETCH 9,11 (UID FLAGS RFC822.SIZE ENVELOPE BODY.PEEK[])"))
 		body := "Subject: hi\r\n\r\nhello\r\n"
-		s.send(
+		s.Send(
 			// An unsolicited flag update: no UID, not a message of ours.
 			`* 2 FETCH (FLAGS (\Seen))`,
 			// The envelope's subject arrives as a literal; an encoded
@@ -43,12 +45,12 @@ func TestSelectSearchFetchStore(t *testing.T) {
 			body+")",
 			`* 1 FETCH (UID 9 FLAGS (\Flagged) RFC822.SIZE 10 ENVELOPE (NIL NIL NIL NIL NIL NIL NIL NIL NIL NIL) BODY[] NIL)`,
 			tag+" OK Fetch completed.")
-		tag = s.tagOf(s.expect(`C005 UID STORE 9,11 +FLAGS.SILENT (\Seen)`))
-		s.send(tag + " OK Store completed.")
-		tag = s.tagOf(s.expect("C006 LOGOUT"))
-		s.send("* BYE Logging out", tag+" OK Logout completed.")
+		tag = tagOf(s.Expect(`C005 UID STORE 9,11 +FLAGS.SILENT (\Seen)`))
+		s.Send(tag + " OK Store completed.")
+		tag = tagOf(s.Expect("C006 LOGOUT"))
+		s.Send("* BYE Logging out", tag+" OK Logout completed.")
 	})
-	c := dial(t, srv, srv.config(pool))
+	c := dial(t, srv, config(srv, pool))
 	ctx := context.Background()
 	mb, err := c.Select(ctx, "INBOX", false)
 	if err != nil || mb.Exists != 3 || mb.UIDValidity != 1700000000 || mb.UIDNext != 12 {
@@ -90,24 +92,24 @@ func TestLoginQuotesAndLiterals(t *testing.T) {
 		script     func(s *session)
 	}{
 		{"quote and backslash", `p"a\ss`, func(s *session) {
-			s.expect(`C001 LOGIN "alice" "p\"a\\ss"`)
+			s.Expect(`C001 LOGIN "alice" "p\"a\\ss"`)
 		}},
 		{"utf-8 as a literal", "pässwörd", func(s *session) {
-			s.expect(`C001 LOGIN "alice" {10}`)
-			s.send("+ go ahead")
-			if l := s.recv(); l != "pässwörd" {
-				s.t.Errorf("literal = %q", l)
+			s.Expect(`C001 LOGIN "alice" {10}`)
+			s.Send("+ go ahead")
+			if l := s.Recv(); l != "pässwörd" {
+				s.T.Errorf("literal = %q", l)
 			}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, pool := serve(t, true, func(s *session) {
-				s.send("* OK [CAPABILITY IMAP4rev1] hi")
+				s.Send("* OK [CAPABILITY IMAP4rev1] hi")
 				tt.script(s)
-				s.send("C001 OK done")
+				s.Send("C001 OK done")
 			})
-			cfg := srv.config(pool)
+			cfg := config(srv, pool)
 			cfg.Password = tt.pass
 			dial(t, srv, cfg)
 		})
@@ -118,40 +120,40 @@ func TestAuthenticatePlain(t *testing.T) {
 	ir := base64.StdEncoding.EncodeToString([]byte("\x00alice\x00s3cret"))
 	t.Run("with continuation", func(t *testing.T) {
 		srv, pool := serve(t, true, func(s *session) {
-			s.send("* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] hi")
-			s.expect("C001 AUTHENTICATE PLAIN")
-			s.send("+ ")
-			if l := s.recv(); l != ir {
-				s.t.Errorf("PLAIN response = %q", l)
+			s.Send("* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] hi")
+			s.Expect("C001 AUTHENTICATE PLAIN")
+			s.Send("+ ")
+			if l := s.Recv(); l != ir {
+				s.T.Errorf("PLAIN response = %q", l)
 			}
-			s.send("C001 OK [CAPABILITY IMAP4rev1] logged in")
+			s.Send("C001 OK [CAPABILITY IMAP4rev1] logged in")
 		})
-		dial(t, srv, srv.config(pool))
+		dial(t, srv, config(srv, pool))
 	})
 	t.Run("SASL-IR", func(t *testing.T) {
 		srv, pool := serve(t, true, func(s *session) {
-			s.send("* OK hi")
-			s.expect("C001 CAPABILITY")
-			s.send("* CAPABILITY IMAP4rev1 SASL-IR AUTH=PLAIN LOGINDISABLED", "C001 OK")
-			s.expect("C002 AUTHENTICATE PLAIN " + ir)
-			s.send("C002 OK done")
+			s.Send("* OK hi")
+			s.Expect("C001 CAPABILITY")
+			s.Send("* CAPABILITY IMAP4rev1 SASL-IR AUTH=PLAIN LOGINDISABLED", "C001 OK")
+			s.Expect("C002 AUTHENTICATE PLAIN " + ir)
+			s.Send("C002 OK done")
 		})
-		dial(t, srv, srv.config(pool))
+		dial(t, srv, config(srv, pool))
 	})
 }
 
 func TestStartTLS(t *testing.T) {
 	srv, pool := serve(t, false, func(s *session) {
-		s.send("* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] hi")
-		s.expect("C001 STARTTLS")
-		s.send("C001 OK begin TLS")
-		s.startTLS()
-		s.expect("C002 CAPABILITY")
-		s.send("* CAPABILITY IMAP4rev1 AUTH=PLAIN SASL-IR", "C002 OK")
-		s.expect("C003 AUTHENTICATE PLAIN ")
-		s.send("C003 OK done")
+		s.Send("* OK [CAPABILITY IMAP4rev1 STARTTLS LOGINDISABLED] hi")
+		s.Expect("C001 STARTTLS")
+		s.Send("C001 OK begin TLS")
+		s.StartTLS()
+		s.Expect("C002 CAPABILITY")
+		s.Send("* CAPABILITY IMAP4rev1 AUTH=PLAIN SASL-IR", "C002 OK")
+		s.Expect("C003 AUTHENTICATE PLAIN ")
+		s.Send("C003 OK done")
 	})
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.TLS = StartTLS
 	dial(t, srv, cfg)
 }
@@ -161,12 +163,12 @@ func TestStartTLS(t *testing.T) {
 // read as if they came over TLS.
 func TestStartTLSInjectionRefused(t *testing.T) {
 	srv, pool := serve(t, false, func(s *session) {
-		s.send("* OK [CAPABILITY IMAP4rev1 STARTTLS] hi")
-		s.expect("C001 STARTTLS")
-		s.conn.Write([]byte("C001 OK begin TLS\r\n* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\n"))
-		s.recv()
+		s.Send("* OK [CAPABILITY IMAP4rev1 STARTTLS] hi")
+		s.Expect("C001 STARTTLS")
+		s.Conn.Write([]byte("C001 OK begin TLS\r\n* CAPABILITY IMAP4rev1 AUTH=PLAIN\r\n"))
+		s.Recv()
 	})
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.TLS = StartTLS
 	_, err := Dial(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "sent data before the TLS handshake") {
@@ -177,19 +179,19 @@ func TestStartTLSInjectionRefused(t *testing.T) {
 // A server that offers no STARTTLS never sees the password.
 func TestRefusesPlainTextLogin(t *testing.T) {
 	srv, pool := serve(t, false, func(s *session) {
-		s.send("* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] hi")
-		for l := s.recv(); l != ""; l = s.recv() {
-			s.send(s.tagOf(l) + " OK")
+		s.Send("* OK [CAPABILITY IMAP4rev1 AUTH=PLAIN] hi")
+		for l := s.Recv(); l != ""; l = s.Recv() {
+			s.Send(tagOf(l) + " OK")
 		}
 	})
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.TLS = StartTLS
 	_, err := Dial(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "unencrypted") {
 		t.Fatalf("Dial without STARTTLS = %v; want a refusal", err)
 	}
-	<-srv.done
-	for _, l := range srv.lines() {
+	srv.Wait()
+	for _, l := range srv.Lines() {
 		if strings.Contains(l, "LOGIN") || strings.Contains(l, "AUTHENTICATE") || strings.Contains(l, "s3cret") {
 			t.Errorf("client sent %q over an unencrypted link", l)
 		}
@@ -205,63 +207,63 @@ func TestCommandErrors(t *testing.T) {
 		status string
 	}{
 		{"login refused", func(s *session) {
-			s.send("* OK [CAPABILITY IMAP4rev1] hi")
-			s.recv()
-			s.send("C001 NO [AUTHENTICATIONFAILED] Authentication failed.")
+			s.Send("* OK [CAPABILITY IMAP4rev1] hi")
+			s.Recv()
+			s.Send("C001 NO [AUTHENTICATIONFAILED] Authentication failed.")
 		}, nil, []string{"LOGIN: NO [AUTHENTICATIONFAILED]", "password of the email account is wrong"}, "NO"},
 		{"select BAD", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("C002 BAD Error in IMAP command SELECT: bad mailbox")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("C002 BAD Error in IMAP command SELECT: bad mailbox")
 		}, func(c *Client) error { _, err := c.Select(context.Background(), "x", false); return err },
 			[]string{"SELECT: BAD Error in IMAP command"}, "BAD"},
 		{"mailbox missing", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("C002 NO [NONEXISTENT] Mailbox doesn't exist: Nope")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("C002 NO [NONEXISTENT] Mailbox doesn't exist: Nope")
 		}, func(c *Client) error { _, err := c.Select(context.Background(), "Nope", true); return err },
 			[]string{"EXAMINE: NO [NONEXISTENT] Mailbox doesn't exist"}, "NO"},
 		{"BYE mid command", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("* BYE Server shutting down.")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("* BYE Server shutting down.")
 		}, func(c *Client) error { _, err := c.Search(context.Background(), Criteria{Unseen: true}); return err },
 			[]string{"UID SEARCH: BYE Server shutting down."}, "BYE"},
 		{"BYE at greeting", func(s *session) {
-			s.send("* BYE Too many connections")
+			s.Send("* BYE Too many connections")
 		}, nil, []string{"greeting: BYE Too many connections"}, "BYE"},
 		{"not IMAP", func(s *session) {
-			s.send("220 smtp.example.com ESMTP")
+			s.Send("220 smtp.example.com ESMTP")
 		}, nil, []string{"is this an IMAP port?"}, ""},
 		{"search answers garbage", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("* SEARCH 1 two", "C002 OK")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("* SEARCH 1 two", "C002 OK")
 		}, func(c *Client) error { _, err := c.Search(context.Background(), Criteria{}); return err },
 			[]string{`answered "two" where a UID belongs`}, ""},
 		{"unknown tag", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("Z999 OK what")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("Z999 OK what")
 		}, func(c *Client) error { _, err := c.Search(context.Background(), Criteria{}); return err },
 			[]string{`unknown tag "Z999"`}, ""},
 		{"unasked continuation", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send("+ more please")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send("+ more please")
 		}, func(c *Client) error { _, err := c.Search(context.Background(), Criteria{}); return err },
 			[]string{"continuation"}, ""},
 		{"envelope of the wrong shape", func(s *session) {
-			s.greetAndLogin()
-			s.recv()
-			s.send(`* 1 FETCH (UID 1 ENVELOPE ("d" "s"))`, "C002 OK")
+			greetAndLogin(s)
+			s.Recv()
+			s.Send(`* 1 FETCH (UID 1 ENVELOPE ("d" "s"))`, "C002 OK")
 		}, func(c *Client) error { _, err := c.Fetch(context.Background(), []uint32{1}, false); return err },
 			[]string{"ENVELOPE has 2 fields; want 10"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, pool := serve(t, true, tt.script)
-			c, err := Dial(context.Background(), srv.config(pool))
+			c, err := Dial(context.Background(), config(srv, pool))
 			if err == nil {
 				defer c.Close()
 				if tt.call == nil {
@@ -291,13 +293,13 @@ func TestOversizedLiteralIsRefusedUnread(t *testing.T) {
 	const size = 50 << 20
 	sent := make(chan int, 1)
 	srv, pool := serve(t, true, func(s *session) {
-		s.greetAndLogin()
-		s.recv()
-		s.send(fmt.Sprintf("* 1 FETCH (UID 1 RFC822.SIZE %d BODY[] {%d}", size, size))
+		greetAndLogin(s)
+		s.Recv()
+		s.Send(fmt.Sprintf("* 1 FETCH (UID 1 RFC822.SIZE %d BODY[] {%d}", size, size))
 		chunk := make([]byte, 64<<10)
 		n := 0
 		for n < size {
-			k, err := s.conn.Write(chunk)
+			k, err := s.Conn.Write(chunk)
 			n += k
 			if err != nil {
 				break
@@ -305,7 +307,7 @@ func TestOversizedLiteralIsRefusedUnread(t *testing.T) {
 		}
 		sent <- n
 	})
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.MaxLiteral = 1 << 20
 	c := dial(t, srv, cfg)
 	_, err := c.Fetch(context.Background(), []uint32{1}, true)
@@ -324,12 +326,12 @@ func TestOversizedLiteralIsRefusedUnread(t *testing.T) {
 func TestSilentServerTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	srv, pool := serve(t, true, func(s *session) {
-		s.greetAndLogin()
-		s.recv()
+		greetAndLogin(s)
+		s.Recv()
 		<-release
 	})
 	defer close(release)
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	c := dial(t, srv, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -344,7 +346,7 @@ func TestSilentGreetingTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	srv, pool := serve(t, true, func(s *session) { <-release })
 	defer close(release)
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.Timeout = 200 * time.Millisecond
 	_, err := Dial(context.Background(), cfg)
 	var e *Error
@@ -354,8 +356,8 @@ func TestSilentGreetingTimesOut(t *testing.T) {
 }
 
 func TestUntrustedCertificate(t *testing.T) {
-	srv, _ := serve(t, true, func(s *session) { s.recv() })
-	_, err := Dial(context.Background(), srv.config(nil))
+	srv, _ := serve(t, true, func(s *session) { s.Recv() })
+	_, err := Dial(context.Background(), config(srv, nil))
 	if err == nil || !strings.Contains(err.Error(), "unknown authority") {
 		t.Fatalf("Dial to a self-signed server without its CA = %v", err)
 	}

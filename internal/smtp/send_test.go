@@ -25,36 +25,36 @@ func testMessage() *Message {
 // including the auth step, which auth plays; it returns the DATA body.
 func submission(mechs string, auth func(s *session) bool) func(s *session) string {
 	return func(s *session) string {
-		s.send("220 fake ESMTP")
-		s.expect("EHLO")
-		s.send("250-fake", "250-STARTTLS", "250 8BITMIME")
-		s.expect("STARTTLS")
-		s.send("220 go ahead")
-		s.startTLS()
-		s.expect("EHLO")
-		s.send("250-fake", "250 AUTH "+mechs)
+		s.Send("220 fake ESMTP")
+		s.Expect("EHLO")
+		s.Send("250-fake", "250-STARTTLS", "250 8BITMIME")
+		s.Expect("STARTTLS")
+		s.Send("220 go ahead")
+		s.StartTLS()
+		s.Expect("EHLO")
+		s.Send("250-fake", "250 AUTH "+mechs)
 		if !auth(s) {
 			return ""
 		}
-		s.expect("MAIL FROM:<alice@example.com>")
-		s.send("250 ok")
+		s.Expect("MAIL FROM:<alice@example.com>")
+		s.Send("250 ok")
 		for {
-			l := s.recv()
+			l := s.Recv()
 			if strings.HasPrefix(l, "RCPT") {
-				s.send("250 ok")
+				s.Send("250 ok")
 				continue
 			}
 			if l != "DATA" {
-				s.t.Errorf("client sent %q; want RCPT or DATA", l)
+				s.T.Errorf("client sent %q; want RCPT or DATA", l)
 				return ""
 			}
 			break
 		}
-		s.send("354 go")
-		body := s.data()
-		s.send("250 queued")
-		s.expect("QUIT")
-		s.send("221 bye")
+		s.Send("354 go")
+		body := data(s)
+		s.Send("250 queued")
+		s.Expect("QUIT")
+		s.Send("221 bye")
 		return body
 	}
 }
@@ -62,22 +62,22 @@ func submission(mechs string, auth func(s *session) bool) func(s *session) strin
 func TestSendStartTLSAuthPlain(t *testing.T) {
 	var body string
 	script := submission("PLAIN LOGIN", func(s *session) bool {
-		l := s.expect("AUTH PLAIN ")
+		l := s.Expect("AUTH PLAIN ")
 		raw, _ := base64.StdEncoding.DecodeString(strings.TrimPrefix(l, "AUTH PLAIN "))
 		if string(raw) != "\x00alice\x00s3cret" {
-			s.t.Errorf("AUTH PLAIN carried %q", raw)
+			s.T.Errorf("AUTH PLAIN carried %q", raw)
 		}
-		s.send("235 ok")
+		s.Send("235 ok")
 		return true
 	})
 	srv, pool := serve(t, false, func(s *session) { body = script(s) })
 	msg := testMessage()
 	msg.Cc = []string{"Carol <carol@example.com>"}
-	rc, err := Send(context.Background(), srv.config(pool), msg)
+	rc, err := Send(context.Background(), config(srv, pool), msg)
 	if err != nil {
 		t.Fatalf("Send = %v", err)
 	}
-	<-srv.done
+	srv.Wait()
 	if len(rc.Recipients) != 2 || rc.Recipients[1] != "carol@example.com" {
 		t.Errorf("Recipients = %v; want bob and carol", rc.Recipients)
 	}
@@ -95,43 +95,43 @@ func TestSendStartTLSAuthPlain(t *testing.T) {
 
 func TestSendAuthLoginWhenPlainIsNotOffered(t *testing.T) {
 	script := submission("LOGIN", func(s *session) bool {
-		s.expect("AUTH LOGIN")
-		s.send("334 " + base64.StdEncoding.EncodeToString([]byte("Username:")))
-		if u, _ := base64.StdEncoding.DecodeString(s.recv()); string(u) != "alice" {
-			s.t.Errorf("LOGIN user = %q", u)
+		s.Expect("AUTH LOGIN")
+		s.Send("334 " + base64.StdEncoding.EncodeToString([]byte("Username:")))
+		if u, _ := base64.StdEncoding.DecodeString(s.Recv()); string(u) != "alice" {
+			s.T.Errorf("LOGIN user = %q", u)
 		}
-		s.send("334 " + base64.StdEncoding.EncodeToString([]byte("Password:")))
-		if p, _ := base64.StdEncoding.DecodeString(s.recv()); string(p) != "s3cret" {
-			s.t.Errorf("LOGIN password = %q", p)
+		s.Send("334 " + base64.StdEncoding.EncodeToString([]byte("Password:")))
+		if p, _ := base64.StdEncoding.DecodeString(s.Recv()); string(p) != "s3cret" {
+			s.T.Errorf("LOGIN password = %q", p)
 		}
-		s.send("235 ok")
+		s.Send("235 ok")
 		return true
 	})
 	srv, pool := serve(t, false, func(s *session) { script(s) })
-	if _, err := Send(context.Background(), srv.config(pool), testMessage()); err != nil {
+	if _, err := Send(context.Background(), config(srv, pool), testMessage()); err != nil {
 		t.Fatalf("Send = %v", err)
 	}
 }
 
 func TestSendImplicitTLS(t *testing.T) {
 	srv, pool := serve(t, true, func(s *session) {
-		s.send("220 fake ESMTP")
-		s.expect("EHLO")
-		s.send("250-fake", "250 AUTH PLAIN")
-		s.expect("AUTH PLAIN")
-		s.send("235 ok")
-		s.expect("MAIL FROM")
-		s.send("250 ok")
-		s.expect("RCPT TO:<bob@example.com>")
-		s.send("250 ok")
-		s.expect("DATA")
-		s.send("354 go")
-		s.data()
-		s.send("250 queued")
-		s.expect("QUIT")
-		s.send("221 bye")
+		s.Send("220 fake ESMTP")
+		s.Expect("EHLO")
+		s.Send("250-fake", "250 AUTH PLAIN")
+		s.Expect("AUTH PLAIN")
+		s.Send("235 ok")
+		s.Expect("MAIL FROM")
+		s.Send("250 ok")
+		s.Expect("RCPT TO:<bob@example.com>")
+		s.Send("250 ok")
+		s.Expect("DATA")
+		s.Send("354 go")
+		data(s)
+		s.Send("250 queued")
+		s.Expect("QUIT")
+		s.Send("221 bye")
 	})
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.TLS = Implicit
 	if _, err := Send(context.Background(), cfg, testMessage()); err != nil {
 		t.Fatalf("Send over implicit TLS = %v", err)
@@ -141,20 +141,20 @@ func TestSendImplicitTLS(t *testing.T) {
 // A server that offers no STARTTLS never sees AUTH: the password stays home.
 func TestSendRefusesServerWithoutStartTLS(t *testing.T) {
 	srv, pool := serve(t, false, func(s *session) {
-		s.send("220 fake ESMTP")
-		s.expect("EHLO")
-		s.send("250-fake", "250 AUTH PLAIN LOGIN")
-		for s.recv() != "" {
-			s.send("250 ok")
+		s.Send("220 fake ESMTP")
+		s.Expect("EHLO")
+		s.Send("250-fake", "250 AUTH PLAIN LOGIN")
+		for s.Recv() != "" {
+			s.Send("250 ok")
 		}
 	})
-	_, err := Send(context.Background(), srv.config(pool), testMessage())
+	_, err := Send(context.Background(), config(srv, pool), testMessage())
 	var se *Error
 	if !errors.As(err, &se) || se.Stage != "starttls" || !strings.Contains(err.Error(), "unencrypted") {
 		t.Fatalf("Send to a server without STARTTLS = %v; want a starttls refusal", err)
 	}
-	<-srv.done
-	for _, l := range srv.lines() {
+	srv.Wait()
+	for _, l := range srv.Lines() {
 		if strings.HasPrefix(l, "AUTH") || strings.Contains(l, base64.StdEncoding.EncodeToString([]byte("\x00alice\x00s3cret"))) {
 			t.Errorf("client sent %q over an unencrypted link", l)
 		}
@@ -171,38 +171,38 @@ func TestSendRefusals(t *testing.T) {
 		hint      string
 	}{
 		{"wrong password", func(s *session) {
-			submission("PLAIN", func(s *session) bool { s.recv(); s.send("535 5.7.8 bad credentials"); return false })(s)
-			s.recv()
+			submission("PLAIN", func(s *session) bool { s.Recv(); s.Send("535 5.7.8 bad credentials"); return false })(s)
+			s.Recv()
 		}, "auth", 535, "", "password"},
 		{"recipient refused", func(s *session) {
-			submission("PLAIN", func(s *session) bool { s.recv(); s.send("235 ok"); return false })(s)
-			s.expect("MAIL")
-			s.send("250 ok")
-			s.expect("RCPT")
-			s.send("550 5.1.1 no such user")
-			s.recv()
+			submission("PLAIN", func(s *session) bool { s.Recv(); s.Send("235 ok"); return false })(s)
+			s.Expect("MAIL")
+			s.Send("250 ok")
+			s.Expect("RCPT")
+			s.Send("550 5.1.1 no such user")
+			s.Recv()
 		}, "rcpt", 550, "bob@example.com", "refused this recipient"},
-		{"greeting refused", func(s *session) { s.send("554 go away"); s.recv() }, "greeting", 554, "", ""},
+		{"greeting refused", func(s *session) { s.Send("554 go away"); s.Recv() }, "greeting", 554, "", ""},
 		{"no auth offered", func(s *session) {
-			s.send("220 fake")
-			s.expect("EHLO")
-			s.send("250-fake", "250 STARTTLS")
-			s.expect("STARTTLS")
-			s.send("220 go")
-			s.startTLS()
-			s.expect("EHLO")
-			s.send("250 fake")
-			s.recv()
+			s.Send("220 fake")
+			s.Expect("EHLO")
+			s.Send("250-fake", "250 STARTTLS")
+			s.Expect("STARTTLS")
+			s.Send("220 go")
+			s.StartTLS()
+			s.Expect("EHLO")
+			s.Send("250 fake")
+			s.Recv()
 		}, "auth", 0, "", ""},
 		{"unknown mechanisms only", func(s *session) {
 			submission("CRAM-MD5 XOAUTH2", func(s *session) bool { return false })(s)
-			s.recv()
+			s.Recv()
 		}, "auth", 0, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, pool := serve(t, false, tt.script)
-			_, err := Send(context.Background(), srv.config(pool), testMessage())
+			_, err := Send(context.Background(), config(srv, pool), testMessage())
 			var se *Error
 			if !errors.As(err, &se) || se.Stage != tt.stage || se.Code != tt.code || se.Recipient != tt.recipient {
 				t.Fatalf("Send = %#v; want stage %s code %d recipient %q", err, tt.stage, tt.code, tt.recipient)
@@ -218,7 +218,7 @@ func TestSendTimesOutOnASilentServer(t *testing.T) {
 	release := make(chan struct{})
 	srv, pool := serve(t, false, func(s *session) { <-release })
 	defer close(release)
-	cfg := srv.config(pool)
+	cfg := config(srv, pool)
 	cfg.Timeout = 200 * time.Millisecond
 	_, err := Send(context.Background(), cfg, testMessage())
 	var se *Error
@@ -228,8 +228,8 @@ func TestSendTimesOutOnASilentServer(t *testing.T) {
 }
 
 func TestSendRefusesAnUntrustedCertificate(t *testing.T) {
-	srv, _ := serve(t, true, func(s *session) { s.recv() })
-	cfg := srv.config(nil)
+	srv, _ := serve(t, true, func(s *session) { s.Recv() })
+	cfg := config(srv, nil)
 	cfg.TLS = Implicit
 	_, err := Send(context.Background(), cfg, testMessage())
 	if err == nil || !strings.Contains(err.Error(), "unknown authority") || !strings.Contains(err.Error(), "ca_pem") {
