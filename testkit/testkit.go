@@ -9,6 +9,7 @@
 package testkit
 
 import (
+	"errors"
 	"os"
 	"testing"
 )
@@ -19,6 +20,17 @@ const StrictEnv = "CHOIR_TEST_STRICT"
 
 // Strict reports whether missing backends must fail tests (make test).
 func Strict() bool { return os.Getenv(StrictEnv) == "1" }
+
+// NoBackendsEnv set to 1 makes every backend unavailable (Docker, Postgres,
+// the browser, the mail servers), even where one could be found or
+// started: `make audit` runs only the tests that need none.
+const NoBackendsEnv = "CHOIR_TEST_NO_BACKENDS"
+
+// NoBackends reports whether NoBackendsEnv is set.
+func NoBackends() bool { return os.Getenv(NoBackendsEnv) == "1" }
+
+// ErrNoBackends is why a backend is unavailable under NoBackendsEnv.
+var ErrNoBackends = errors.New(NoBackendsEnv + "=1: this run uses no backend")
 
 // Unavailable stops the test because a backend it needs is missing: a skip
 // with the reason under go test, a failure under make test.

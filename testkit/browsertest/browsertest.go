@@ -63,6 +63,9 @@ func Locate() (Install, error) { return find() }
 
 func find() (Install, error) {
 	in := Install{Executable: "/usr/bin/chromium"}
+	if testkit.NoBackends() {
+		return in, testkit.ErrNoBackends
+	}
 	if v := os.Getenv(EnvChromium); v != "" {
 		in.Executable = v
 	}

@@ -74,6 +74,10 @@ func Main(m *testing.M) {
 }
 
 func setup() {
+	if testkit.NoBackends() {
+		setupErr = fmt.Errorf("no Docker engine: %w", testkit.ErrNoBackends)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	if h := os.Getenv(docker.HostEnv); h != "" {

@@ -112,6 +112,9 @@ func check(t testing.TB, err error) {
 // find finds an executable, also in the sbin directories a user's PATH
 // may lack.
 func find(name, pkg string) (string, error) {
+	if testkit.NoBackends() {
+		return "", &MissingError{What: name + " (" + testkit.NoBackendsEnv + "=1)", Install: pkg}
+	}
 	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}

@@ -151,6 +151,10 @@ func setup() error {
 	if ready || setupErr != nil {
 		return setupErr
 	}
+	if testkit.NoBackends() {
+		setupErr = testkit.ErrNoBackends
+		return setupErr
+	}
 	setupErr = func() error {
 		var upstream string
 		var u *url.URL
