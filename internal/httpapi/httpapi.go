@@ -168,3 +168,26 @@ func Snippet(b []byte) string {
 	}
 	return strconv.Quote(s)
 }
+
+// Describe is the Error text of a client's APIError: "name: METHOD
+// host/path: HTTP status code: message; retry after d; hint".
+func Describe(name, endpoint string, status int, code, message string, retryAfter time.Duration, hint string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s: ", name, endpoint)
+	if status != 0 {
+		fmt.Fprintf(&b, "HTTP %d", status)
+		if code != "" {
+			fmt.Fprintf(&b, " %s", code)
+		}
+		b.WriteString(": ")
+	}
+	b.WriteString(strings.TrimRight(message, ". \n"))
+	if retryAfter > 0 {
+		fmt.Fprintf(&b, "; retry after %v", retryAfter)
+	}
+	if hint != "" {
+		b.WriteString("; ")
+		b.WriteString(hint)
+	}
+	return b.String()
+}

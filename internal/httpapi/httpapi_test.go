@@ -75,3 +75,20 @@ func TestDo(t *testing.T) {
 		}
 	}
 }
+
+func TestDescribe(t *testing.T) {
+	for _, tc := range []struct {
+		status          int
+		code, msg, hint string
+		retry           time.Duration
+		want            string
+	}{
+		{429, "rate_limited", "Too many requests.", "wait", 30 * time.Second, "svc: GET h/p: HTTP 429 rate_limited: Too many requests; retry after 30s; wait"},
+		{0, "", "no complete answer within 1s", "", 0, "svc: GET h/p: no complete answer within 1s"},
+		{500, "", "boom", "", 0, "svc: GET h/p: HTTP 500: boom"},
+	} {
+		if got := Describe("svc", "GET h/p", tc.status, tc.code, tc.msg, tc.retry, tc.hint); got != tc.want {
+			t.Errorf("Describe() = %q; want %q", got, tc.want)
+		}
+	}
+}

@@ -3,9 +3,7 @@ package notion
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"strings"
 	"time"
 
 	"choir/internal/httpapi"
@@ -16,7 +14,7 @@ var ErrTooLarge = httpapi.ErrTooLarge
 
 // APIError is every failure of a call. It never holds the token.
 type APIError struct {
-	// Endpoint is the method, host and path called ("GET api.notion.com/v1/pages/...").
+	// Endpoint is the method, host and path called ("POST host/path").
 	Endpoint string
 	// Status is the HTTP status; 0 when no answer arrived.
 	Status int
@@ -32,24 +30,7 @@ type APIError struct {
 }
 
 func (e *APIError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "notion: %s: ", e.Endpoint)
-	if e.Status != 0 {
-		fmt.Fprintf(&b, "HTTP %d", e.Status)
-		if e.Code != "" {
-			fmt.Fprintf(&b, " %s", e.Code)
-		}
-		b.WriteString(": ")
-	}
-	b.WriteString(strings.TrimRight(e.Message, ". \n"))
-	if e.RetryAfter > 0 {
-		fmt.Fprintf(&b, "; retry after %v", e.RetryAfter)
-	}
-	if h := e.hint(); h != "" {
-		b.WriteString("; ")
-		b.WriteString(h)
-	}
-	return b.String()
+	return httpapi.Describe("notion", e.Endpoint, e.Status, e.Code, e.Message, e.RetryAfter, e.hint())
 }
 
 func (e *APIError) Unwrap() error { return e.Err }
