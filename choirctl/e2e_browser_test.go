@@ -3,61 +3,27 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"choir/testkit"
 	"choir/testkit/browsertest"
-	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 )
 
 // browseModel answers "browse URL" (or "shot URL", for a screenshot) with a
-// choir.web.browse call and the tool's result with "result: <the result as
-// the model saw it>"; everything else goes to the offline demo model.
-type browseModel struct{ demo demomodel.Server }
-
-func (m *browseModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 && !offers(req.Tools, "memory_delta") && !offers(req.Tools, "core_finish") {
-		last := req.Messages[len(req.Messages)-1]
-		var text string
-		json.Unmarshal(last.Content, &text)
+// choir.web.browse call (callerModel).
+func browseModel() *callerModel {
+	return &callerModel{call: func(text string) (string, string, bool) {
 		verb, target, _ := strings.Cut(text, " ")
-		switch {
-		case last.Role == "user" && (verb == "browse" || verb == "shot"):
-			mode := map[string]string{"browse": "text", "shot": "screenshot"}[verb]
-			args, _ := json.Marshal(map[string]any{"url": target, "mode": mode})
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": fmt.Sprintf("call_%d", time.Now().UnixNano()), "type": "function",
-				"function": map[string]any{"name": "choir_web_browse", "arguments": string(args)}}}}, "tool_calls")
-			return
-		case last.Role == "tool":
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": "result: " + text}, "stop")
-			return
-		}
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	m.demo.ServeHTTP(w, r)
+		mode, ok := map[string]string{"browse": "text", "shot": "screenshot"}[verb]
+		args, _ := json.Marshal(map[string]any{"url": target, "mode": mode})
+		return "choir_web_browse", string(args), ok
+	}}
 }
 
 // TestBrowseEndToEnd: two agents in real containers under choird, whose
@@ -76,7 +42,7 @@ func TestBrowseEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &http.Server{Handler: &browseModel{}}
+	model := &http.Server{Handler: browseModel()}
 	go model.Serve(l)
 	t.Cleanup(func() { model.Close() })
 	site := browsertest.Serve(t, "127.0.0.1")

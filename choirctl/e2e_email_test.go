@@ -15,52 +15,19 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"choir/testkit"
-	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/mailtest"
 )
 
-// emailModel answers "<tool> <json arguments>" from the user, where tool is
-// send, receive or check, with a call of choir.email.<tool>, and the tool's
-// result with "result: <the result as the model saw it>"; everything else
-// goes to the offline demo model.
-type emailModel struct{ demo demomodel.Server }
-
-func (m *emailModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 && !offers(req.Tools, "memory_delta") && !offers(req.Tools, "core_finish") {
-		last := req.Messages[len(req.Messages)-1]
-		var text string
-		json.Unmarshal(last.Content, &text)
+// emailModel answers "send|receive|check <JSON arguments>" with that
+// choir.email call (callerModel).
+func emailModel() *callerModel {
+	return &callerModel{call: func(text string) (string, string, bool) {
 		verb, args, _ := strings.Cut(text, " ")
-		switch {
-		case last.Role == "user" && (verb == "send" || verb == "receive" || verb == "check"):
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": fmt.Sprintf("call_%d", time.Now().UnixNano()), "type": "function",
-				"function": map[string]any{"name": "choir_email_" + verb, "arguments": args}}}}, "tool_calls")
-			return
-		case last.Role == "tool":
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": "result: " + text}, "stop")
-			return
-		}
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	m.demo.ServeHTTP(w, r)
+		return "choir_email_" + verb, args, verb == "send" || verb == "receive" || verb == "check"
+	}}
 }
 
 // TestEmailEndToEnd: an agent in a real container whose model calls
@@ -87,7 +54,7 @@ func TestEmailEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &http.Server{Handler: &emailModel{}}
+	model := &http.Server{Handler: emailModel()}
 	go model.Serve(l)
 	t.Cleanup(func() { model.Close() })
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +14,6 @@ import (
 
 	"choir/testkit"
 	"choir/testkit/bravetest"
-	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
 	"choir/testkit/elevenlabstest"
 	"choir/testkit/notiontest"
@@ -36,43 +34,17 @@ const (
 	worldUser      = int64(5151)
 )
 
-// toolModel answers a user message holding "CALL <wire name> <json>" with
-// that one tool call, and the tool's result with "result: <the result as
-// the model saw it>"; everything else goes to the offline demo model.
-type toolModel struct{ demo demomodel.Server }
-
-func (m *toolModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
-	var req struct {
-		Model    string `json:"model"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
-		Tools []struct {
-			Function struct {
-				Name string `json:"name"`
-			} `json:"function"`
-		} `json:"tools"`
-	}
-	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 && !offers(req.Tools, "memory_delta") && !offers(req.Tools, "core_finish") {
-		last := req.Messages[len(req.Messages)-1]
-		var text string
-		json.Unmarshal(last.Content, &text)
-		if i := strings.Index(text, "CALL "); last.Role == "user" && i >= 0 {
-			name, args, _ := strings.Cut(strings.TrimSpace(text[i+len("CALL "):]), " ")
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
-				"id": fmt.Sprintf("call_%d", time.Now().UnixNano()), "type": "function",
-				"function": map[string]any{"name": name, "arguments": args}}}}, "tool_calls")
-			return
+// toolModel answers a user message holding "CALL <wire name> <JSON
+// arguments>" with that one tool call (callerModel).
+func toolModel() *callerModel {
+	return &callerModel{call: func(text string) (string, string, bool) {
+		i := strings.Index(text, "CALL ")
+		if i < 0 {
+			return "", "", false
 		}
-		if last.Role == "tool" {
-			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": "result: " + text}, "stop")
-			return
-		}
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	m.demo.ServeHTTP(w, r)
+		name, args, _ := strings.Cut(strings.TrimSpace(text[i+len("CALL "):]), " ")
+		return name, args, true
+	}}
 }
 
 func TestWorldAPIToolsInAContainer(t *testing.T) {
@@ -100,7 +72,7 @@ func TestWorldAPIToolsInAContainer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &http.Server{Handler: &toolModel{}}
+	model := &http.Server{Handler: toolModel()}
 	go model.Serve(l)
 	t.Cleanup(func() { model.Close() })
 
