@@ -1,11 +1,13 @@
 package openai
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 )
 
 // ChatRequest is one call to POST <endpoint>/chat/completions. Pointer fields
@@ -25,7 +27,23 @@ type ChatRequest struct {
 	// OpenAI's reasoning models want MaxCompletionTokens instead.
 	MaxTokens           *int
 	MaxCompletionTokens *int
+	// Extra holds body members added to this request (a model's request
+	// template, §6.3), each a JSON value. A member the request sets itself
+	// wins: model, messages, tools, tool_choice, stream, stream_options and
+	// n are refused here (ErrReservedField), and temperature,
+	// reasoning_effort, max_tokens and max_completion_tokens are taken from
+	// Extra only when their field above is nil.
+	Extra map[string]json.RawMessage
+	// Header holds headers sent with this request only. They go over
+	// Config.Header's (a name given in both is sent with this value), and
+	// under the client's own: Content-Type, Accept and, when a key is
+	// configured, Authorization are always the client's.
+	Header http.Header
 }
+
+// ReservedFields are the body members Extra may never set: they make the
+// call what it is, or would change how its answer is read.
+var ReservedFields = []string{"model", "messages", "tools", "tool_choice", "stream", "stream_options", "n"}
 
 // ChatResponse is the first choice of an answer.
 type ChatResponse struct {
@@ -119,8 +137,49 @@ func (req ChatRequest) encode() ([]byte, error) {
 		}
 		w.ToolChoice = choice
 	}
-	return json.Marshal(w)
+	body, err := json.Marshal(w)
+	if err != nil || len(req.Extra) == 0 {
+		return body, err
+	}
+	return mergeExtra(body, req.Extra, map[string]bool{
+		"temperature": w.Temperature != nil, "reasoning_effort": w.ReasoningEffort != nil,
+		"max_tokens": w.MaxTokens != nil, "max_completion_tokens": w.MaxCompletionTokens != nil,
+	})
 }
+
+// mergeExtra appends extra's members, in name order, to the JSON object
+// body, leaving out those the request already set.
+func mergeExtra(body []byte, extra map[string]json.RawMessage, set map[string]bool) ([]byte, error) {
+	names := make([]string, 0, len(extra))
+	for name := range extra {
+		if slices.Contains(ReservedFields, name) {
+			return nil, fmt.Errorf("extra body field %q: %w", name, ErrReservedField)
+		}
+		if !json.Valid(extra[name]) {
+			return nil, fmt.Errorf("extra body field %q is not a JSON value", name)
+		}
+		if !set[name] {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	out := bytes.NewBuffer(body[:len(body)-1]) // without the closing brace
+	for _, name := range names {
+		key, _ := json.Marshal(name)
+		out.WriteByte(',')
+		out.Write(key)
+		out.WriteByte(':')
+		if err := json.Compact(out, extra[name]); err != nil {
+			return nil, fmt.Errorf("extra body field %q: %w", name, err)
+		}
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+// ErrReservedField is the cause of a request whose Extra sets a member the
+// client owns.
+var ErrReservedField = errors.New("the client sets this member itself")
 
 // Chat sends req to POST <endpoint>/chat/completions and returns the first
 // choice. Every error is an *APIError; a reply stopped by a content filter is
@@ -131,7 +190,7 @@ func (c *Client) Chat(ctx context.Context, req ChatRequest) (*ChatResponse, erro
 	if err != nil {
 		return nil, k.fail(KindBadRequest, 0, "not sent: "+err.Error(), err)
 	}
-	data, err := c.post(ctx, k, body)
+	data, err := c.postAs(ctx, k, "application/json", body, req.Header)
 	if err != nil {
 		return nil, err
 	}

@@ -133,12 +133,13 @@ var errCallTimeout = fmt.Errorf("openai: per-call timeout: %w", context.Deadline
 // post sends a JSON body to the call's URL and returns a 2xx answer's body;
 // any other outcome is an *APIError.
 func (c *Client) post(ctx context.Context, k call, body []byte) ([]byte, error) {
-	return c.postAs(ctx, k, "application/json", body)
+	return c.postAs(ctx, k, "application/json", body, nil)
 }
 
 // postAs is post with the body's Content-Type given (a multipart form's
-// carries its boundary).
-func (c *Client) postAs(ctx context.Context, k call, contentType string, body []byte) ([]byte, error) {
+// carries its boundary) and the request's own headers, which replace
+// Config.Header's of the same name.
+func (c *Client) postAs(ctx context.Context, k call, contentType string, body []byte, header http.Header) ([]byte, error) {
 	if c.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeoutCause(ctx, c.timeout, errCallTimeout)
@@ -149,6 +150,14 @@ func (c *Client) postAs(ctx context.Context, k call, contentType string, body []
 		return nil, k.fail(KindBadRequest, 0, "not sent: "+err.Error(), err)
 	}
 	for name, values := range c.header {
+		for _, v := range values {
+			req.Header.Add(name, v)
+		}
+	}
+	for name := range header {
+		req.Header.Del(name)
+	}
+	for name, values := range header {
 		for _, v := range values {
 			req.Header.Add(name, v)
 		}

@@ -15,7 +15,14 @@
 //
 // Bodies are JSON, without streaming. "Authorization: Bearer <key>" is sent
 // when a key is configured and left out otherwise (a keyless local server);
-// Config.Header adds fixed headers.
+// Config.Header adds fixed headers and ChatRequest.Header a request's own
+// (a model's request template), which replace Config.Header's of the same
+// name; Content-Type, Accept and Authorization (with a key) are always the
+// client's. ChatRequest.Extra adds body members after the client's own, in
+// name order: model, messages, tools, tool_choice, stream, stream_options
+// and n are refused (ErrReservedField), and temperature, reasoning_effort,
+// max_tokens and max_completion_tokens come from Extra only when the
+// request leaves them unset.
 //
 // A chat request carries model, messages (system, user, assistant with
 // tool_calls, tool with tool_call_id), tools as

@@ -65,7 +65,7 @@ func (c *Client) Transcribe(ctx context.Context, req TranscribeRequest) (string,
 	if err != nil {
 		return "", k.fail(KindBadRequest, 0, "not sent: "+err.Error(), err)
 	}
-	data, err := c.postAs(ctx, k, ctype, body)
+	data, err := c.postAs(ctx, k, ctype, body, nil)
 	if err != nil {
 		return "", err
 	}
