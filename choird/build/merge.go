@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"choir/agent/builtin"
+	"choir/internal/mcpdecl"
 )
 
 // Entry is one file of the merged tree baked into /choir.
@@ -19,11 +20,12 @@ type Entry struct {
 // Tree is the merged content of /choir (design §6.5, §15.1), without the
 // version.json the build adds once the image version is known.
 type Tree struct {
-	Entries   []Entry  // sorted by path
-	Tools     []string // every repo tool in effect, sorted
-	ToolHash  string   // version.json's tool_manifest_hash
-	SkillHash string   // version.json's skill_manifest_hash
-	Warnings  []string // e.g. no SOUL.md in either repo
+	Entries   []Entry         // sorted by path
+	Tools     []string        // every repo tool in effect, sorted
+	ToolHash  string          // version.json's tool_manifest_hash
+	SkillHash string          // version.json's skill_manifest_hash
+	Warnings  []string        // e.g. no SOUL.md in either repo
+	MCP       []*mcpdecl.Decl // the MCP servers in effect (mcp.go)
 }
 
 // merge combines the global and the agent repo: agent tools and skills
@@ -90,6 +92,7 @@ func merge(global, agent *source) *Tree {
 			t.Warnings = append(t.Warnings, "neither repo has "+f+"; /choir/"+out+" is empty")
 		}
 	}
+	mergeMCP(t, global, agent)
 	sort.Slice(t.Entries, func(i, j int) bool { return t.Entries[i].Path < t.Entries[j].Path })
 	return t
 }

@@ -36,7 +36,8 @@ type source struct {
 	commit   string
 	tools    map[string]*toolDef
 	skills   map[string]*skillDef
-	identity map[string][]byte // by repo path: identity/USER.md ...
+	identity map[string][]byte  // by repo path: identity/USER.md ...
+	mcp      map[string]*mcpDef // by server name (mcp.go)
 	faults   []Fault
 }
 
@@ -85,6 +86,7 @@ func loadSource(label, dir, commit string, required ...string) *source {
 	}
 	s.loadTools()
 	s.loadSkills()
+	s.loadMCP()
 	return s
 }
 

@@ -1,0 +1,62 @@
+package build
+
+import (
+	"errors"
+	"path"
+
+	"choir/internal/mcpdecl"
+)
+
+// MCPDir holds a repo's MCP server declarations, mcp/<server>.json
+// (internal/mcpdecl); the merged ones are baked into /choir/mcp.
+const MCPDir = "mcp"
+
+// mcpDef is one declaration as written, checked.
+type mcpDef struct {
+	data []byte
+	decl *mcpdecl.Decl
+}
+
+// loadMCP reads and checks every mcp/<server>.json, each fault naming the
+// repo, the file and the JSON pointer.
+func (s *source) loadMCP() {
+	s.mcp = map[string]*mcpDef{}
+	for _, name := range s.jsonFiles(MCPDir) {
+		file := path.Join(MCPDir, name)
+		data, err := s.regular(file)
+		if err != nil {
+			s.fault(file, "", "%v", err)
+			continue
+		}
+		d, err := mcpdecl.Parse(file, data)
+		if err != nil {
+			var de *mcpdecl.Error
+			if !errors.As(err, &de) {
+				s.fault(file, "", "%v", err)
+				continue
+			}
+			for _, f := range de.Faults {
+				s.fault(file, f.Path, "%s", f.Message)
+			}
+			continue
+		}
+		s.mcp[d.Name] = &mcpDef{data: data, decl: d}
+	}
+}
+
+// mergeMCP bakes the declarations into mcp/: the agent repo's replaces the
+// global repo's of the same server, like tools.
+func mergeMCP(t *Tree, global, agent *source) {
+	for _, side := range []struct {
+		src  *source
+		from string
+	}{{global, "global"}, {agent, "agent"}} {
+		for _, name := range sortedKeys(side.src.mcp) {
+			if side.from == "global" && agent.mcp[name] != nil {
+				continue
+			}
+			t.Entries = append(t.Entries, Entry{Path: path.Join(MCPDir, name+".json"), Mode: 0o644, Body: side.src.mcp[name].data, From: side.from})
+			t.MCP = append(t.MCP, side.src.mcp[name].decl)
+		}
+	}
+}
