@@ -38,6 +38,7 @@ func Resolve(c *config.Config, agent string, o Overrides) (rpc.ResourceBindings,
 		Workspace:    pick(o.Workspace, d.Workspace),
 		LLM:          pick(o.LLM, d.LLM),
 		CoreLLM:      d.CoreLLM,
+		SummaryLLM:   d.SummaryLLM,
 		VoiceProfile: pick(o.VoiceProfile, d.VoiceProfile),
 		GitIdentity:  pick(o.GitIdentity, d.GitIdentity),
 		Notion:       pick(o.Notion, d.Notion),
@@ -59,6 +60,8 @@ func Resolve(c *config.Config, agent string, o Overrides) (rpc.ResourceBindings,
 	check("llm", b.LLM, llm, true)
 	_, core := c.Models[b.CoreLLM]
 	check("core-llm", b.CoreLLM, core, false)
+	_, summary := c.Models[b.SummaryLLM]
+	check("summary-llm", b.SummaryLLM, summary, false)
 	_, vp := c.VoiceProfiles[b.VoiceProfile]
 	check("voice-profile", b.VoiceProfile, vp, false)
 	_, gi := c.GitIdentities[b.GitIdentity]

@@ -86,7 +86,7 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	}
 	l, _ := m.Config()
 	b := r.bindings()
-	bound := l.Config.BoundSecrets(b.LLM, b.CoreLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
+	bound := l.Config.BoundSecrets(b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
 	names := req.Resources
 	if len(names) == 0 {
 		names = bound
@@ -220,7 +220,7 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 		return rpc.ConfigResp{ConfigVersion: version}, nil
 	}
 	b := r.bindings()
-	blob, err := json.Marshal(l.Config.DynamicFor(version, b.LLM, b.CoreLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email))
+	blob, err := json.Marshal(l.Config.DynamicFor(version, b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email))
 	if err != nil {
 		return rpc.ConfigResp{}, err
 	}

@@ -19,6 +19,7 @@ func overrides(def config.AgentDefaults, started, now rpc.ResourceBindings) []st
 		{"workspace", def.Workspace, started.Workspace, now.Workspace},
 		{"llm", def.LLM, started.LLM, now.LLM},
 		{"core_llm", def.CoreLLM, started.CoreLLM, now.CoreLLM},
+		{"summary_llm", def.SummaryLLM, started.SummaryLLM, now.SummaryLLM},
 		{"voice_profile", def.VoiceProfile, started.VoiceProfile, now.VoiceProfile},
 		{"git_identity", def.GitIdentity, started.GitIdentity, now.GitIdentity},
 		{"notion", def.Notion, started.Notion, now.Notion},

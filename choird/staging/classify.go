@@ -35,7 +35,7 @@ var rules = map[string]rule{
 	"workspaces": {class: ctl.ClassNextStart, why: nextStart, noun: "workspace",
 		held: func(_ string, b rpc.ResourceBindings) []string { return []string{b.Workspace} }, removeHeld: true, changeHeld: true},
 	"models": {class: ctl.ClassHot, noun: "model",
-		held: func(_ string, b rpc.ResourceBindings) []string { return []string{b.LLM, b.CoreLLM} }, removeHeld: true},
+		held: func(_ string, b rpc.ResourceBindings) []string { return []string{b.LLM, b.CoreLLM, b.SummaryLLM} }, removeHeld: true},
 	"tts": {class: ctl.ClassHot},
 	"voice_profiles": {class: ctl.ClassHot, noun: "voice profile",
 		held: func(_ string, b rpc.ResourceBindings) []string { return []string{b.VoiceProfile} }, removeHeld: true},

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -11,9 +12,29 @@ import (
 
 var nullableType = reflect.TypeFor[nullable]()
 
+// shapeChecker is a type of several JSON forms that checks its own shape
+// (HeaderValue); rawJSONType (json.RawMessage) takes any JSON value.
+type shapeChecker interface {
+	checkShape(file string, n *node, path string, ps *Problems)
+}
+
+var (
+	shapeCheckerType = reflect.TypeFor[shapeChecker]()
+	rawJSONType      = reflect.TypeFor[json.RawMessage]()
+)
+
+func jsonShapeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
 // checkShape compares a parsed tree with a Go type and records every unknown
 // field, duplicate key and wrong JSON type, so one run reports them all.
 func checkShape(file string, n *node, t reflect.Type, path string, ps *Problems) {
+	switch {
+	case t == rawJSONType:
+		return
+	case t.Implements(shapeCheckerType):
+		reflect.Zero(t).Interface().(shapeChecker).checkShape(file, n, path, ps)
+		return
+	}
 	if t.Implements(nullableType) {
 		if n.kind == 'z' {
 			return

@@ -64,6 +64,14 @@ type Model struct {
 	ContextWindow int `json:"context_window,omitempty"`
 	// Secret names the API key in secrets.json; empty for keyless local servers.
 	Secret string `json:"secret,omitempty"`
+	// Fallback names the models tried in order when this one answers a
+	// 5xx, times out, or is rate-limited again after §7.7's one retry;
+	// one level deep (a fallback's own list is not followed). Empty: the
+	// error ends the call as §7.7 says.
+	Fallback []string `json:"fallback,omitempty"`
+	// Request is the request template (§6.3): body fields and headers sent
+	// with every call; nil sends none.
+	Request *ModelRequest `json:"request,omitempty"`
 }
 
 // TTS is a named text-to-speech provider (§21.3). v1 knows ElevenLabs only.
@@ -255,7 +263,10 @@ type AgentDefaults struct {
 	LLM       string `json:"llm"`
 	// CoreLLM is the model of the core jobs (design §7.1: the flagship);
 	// empty means they use LLM, the edge's, whatever it is at each call.
-	CoreLLM      string `json:"core_llm,omitempty"`
+	CoreLLM string `json:"core_llm,omitempty"`
+	// SummaryLLM is the model of the session summary and of working-memory
+	// compaction; empty means LLM, the edge's, whatever it is at each call.
+	SummaryLLM   string `json:"summary_llm,omitempty"`
 	VoiceProfile string `json:"voice_profile"`
 	GitIdentity  string `json:"git_identity"`
 	Notion       string `json:"notion"`

@@ -9,7 +9,10 @@ type Dynamic struct {
 	LLM     string `json:"llm"` // the model the agent uses now
 	// CoreLLM is the core jobs' model (agents.<id>.defaults.core_llm);
 	// empty means LLM.
-	CoreLLM       string                  `json:"core_llm,omitempty"`
+	CoreLLM string `json:"core_llm,omitempty"`
+	// SummaryLLM is the session summary's and compaction's model
+	// (agents.<id>.defaults.summary_llm); empty means LLM.
+	SummaryLLM    string                  `json:"summary_llm,omitempty"`
 	VoiceProfile  string                  `json:"voice_profile"` // the voice it uses now, if any
 	Models        map[string]Model        `json:"models"`
 	TTS           map[string]TTS          `json:"tts"`
@@ -26,12 +29,12 @@ type Dynamic struct {
 }
 
 // DynamicFor assembles what an agent running with the given model (and
-// core model) and voice, and bound to the given git identity, Notion
+// core and summary models) and voice, and bound to the given git identity, Notion
 // integration and email account (any may be ""), receives at config
 // version v.
-func (c *Config) DynamicFor(v int64, llm, coreLLM, voice, gitIdentity, notion, email string) Dynamic {
+func (c *Config) DynamicFor(v int64, llm, coreLLM, summaryLLM, voice, gitIdentity, notion, email string) Dynamic {
 	d := Dynamic{
-		Version: v, LLM: llm, CoreLLM: coreLLM, VoiceProfile: voice,
+		Version: v, LLM: llm, CoreLLM: coreLLM, SummaryLLM: summaryLLM, VoiceProfile: voice,
 		Models: c.Models, TTS: c.TTS, VoiceProfiles: c.VoiceProfiles, Search: c.Search,
 		Tunables: c.Tunables,
 	}
@@ -48,19 +51,29 @@ func (c *Config) DynamicFor(v int64, llm, coreLLM, voice, gitIdentity, notion, e
 }
 
 // BoundSecrets names the secrets an agent with these bindings may hold
-// (§14.3): its models' keys (the edge's and the core jobs'), its voice's
+// (§14.3): its models' keys (the edge's, the core jobs' and the summary's,
+// with their fallbacks' and their request templates' header secrets), its voice's
 // TTS key, its git identity's, Notion and email credentials, and the
 // search providers' keys. Gateway tokens, the Postgres credentials and the
 // embedding key stay in choird.
-func (c *Config) BoundSecrets(llm, coreLLM, voice, gitIdentity, notion, email string) []string {
+func (c *Config) BoundSecrets(llm, coreLLM, summaryLLM, voice, gitIdentity, notion, email string) []string {
 	set := map[string]bool{}
 	add := func(name string) {
 		if name != "" {
 			set[name] = true
 		}
 	}
-	add(c.Models[llm].Secret)
-	add(c.Models[coreLLM].Secret)
+	for _, name := range []string{llm, coreLLM, summaryLLM} {
+		m, ok := c.Models[name]
+		if !ok {
+			continue
+		}
+		for _, f := range append([]string{name}, m.Fallback...) {
+			for _, s := range c.Models[f].modelSecrets() {
+				add(s)
+			}
+		}
+	}
 	if vp, ok := c.VoiceProfiles[voice]; ok {
 		add(c.TTS[vp.TTS].Secret)
 	}

@@ -16,7 +16,7 @@ func TestDynamicForCarriesOnlyTheBoundResources(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := c.DynamicFor(3, "sonnet", "", "", "dev-identity", "personal-wiki", "")
+	d := c.DynamicFor(3, "sonnet", "", "", "", "dev-identity", "personal-wiki", "")
 	if d.GitIdentity == nil || d.GitIdentity.Secret != "git-dev-token" || d.GitIdentity.Email != "dev@choir.local" {
 		t.Errorf("DynamicFor(dev-identity).GitIdentity = %+v; want dev-identity's entry", d.GitIdentity)
 	}
@@ -51,11 +51,11 @@ func TestCoreModelIsBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Models["flagship"] = Model{Provider: "p", Model: "big", Endpoint: "https://x.example/v1", Secret: "flagship-key"}
-	if d := c.DynamicFor(3, "sonnet", "flagship", "", "", "", ""); d.LLM != "sonnet" || d.CoreLLM != "flagship" {
+	if d := c.DynamicFor(3, "sonnet", "flagship", "", "", "", "", ""); d.LLM != "sonnet" || d.CoreLLM != "flagship" {
 		t.Errorf("DynamicFor(sonnet, flagship) = llm %q, core_llm %q", d.LLM, d.CoreLLM)
 	}
-	with := c.BoundSecrets("sonnet", "flagship", "", "", "", "")
-	without := c.BoundSecrets("sonnet", "", "", "", "", "")
+	with := c.BoundSecrets("sonnet", "flagship", "", "", "", "", "")
+	without := c.BoundSecrets("sonnet", "", "", "", "", "", "")
 	if !slices.Contains(with, "flagship-key") || !slices.Contains(with, "openrouter-key") {
 		t.Errorf("BoundSecrets with a core model = %v; want both models' keys", with)
 	}

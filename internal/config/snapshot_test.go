@@ -20,7 +20,7 @@ func TestSnapshotTunables(t *testing.T) {
 	if err != nil || c.SnapshotEveryRevs != 20 || c.SnapshotIntervalMS != 5000 {
 		t.Errorf("snapshot_every_revs 20, snapshot_interval_ms 5000 = %d, %d, %v; want taken", c.SnapshotEveryRevs, c.SnapshotIntervalMS, err)
 	}
-	if d := c.DynamicFor(1, "", "", "", "", "", ""); d.Tunables.SnapshotEveryRevs != 20 {
+	if d := c.DynamicFor(1, "", "", "", "", "", "", ""); d.Tunables.SnapshotEveryRevs != 20 {
 		t.Errorf("the dynamic config the agent gets has snapshot_every_revs %d; want 20", d.Tunables.SnapshotEveryRevs)
 	}
 	for field, value := range map[string]any{

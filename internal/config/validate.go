@@ -221,6 +221,7 @@ func (v *validator) models() {
 		}
 		v.atLeast(p+".context_window", m.ContextWindow, 1024, " tokens")
 		v.secret(p+".secret", m.Secret, false)
+		v.modelExtras(name, m)
 	}
 	for _, name := range sortedKeys(v.c.TTS) {
 		t, p := v.c.TTS[name], "tts."+name
@@ -427,6 +428,7 @@ func (v *validator) agents() {
 		v.ref(p+".workspace", d.Workspace, "workspace", ws, true)
 		v.ref(p+".llm", d.LLM, "model", models, true)
 		v.ref(p+".core_llm", d.CoreLLM, "model", models, false)
+		v.ref(p+".summary_llm", d.SummaryLLM, "model", models, false)
 		v.ref(p+".voice_profile", d.VoiceProfile, "voice profile", voices, false)
 		v.ref(p+".git_identity", d.GitIdentity, "git identity", ids, true)
 		v.ref(p+".notion", d.Notion, "notion integration", notion, false)

@@ -46,7 +46,8 @@ type Envelope struct {
 type ResourceBindings struct {
 	Workspace    string `json:"workspace"`
 	LLM          string `json:"llm"`
-	CoreLLM      string `json:"core_llm,omitempty"` // the core jobs' model; "" means LLM's
+	CoreLLM      string `json:"core_llm,omitempty"`    // the core jobs' model; "" means LLM's
+	SummaryLLM   string `json:"summary_llm,omitempty"` // the summary's and compaction's model; "" means LLM's
 	VoiceProfile string `json:"voice_profile,omitempty"`
 	GitIdentity  string `json:"git_identity"`
 	Notion       string `json:"notion,omitempty"`
