@@ -33,6 +33,8 @@ type Config struct {
 	DMs                map[string]DM           `json:"dms"`
 	Postgres           Postgres                `json:"postgres"`
 	Agents             map[string]Agent        `json:"agents"`
+	// Metrics says where choird serves /metrics (metrics.go); nil means off.
+	Metrics *Metrics `json:"metrics,omitempty"`
 
 	Tunables
 }

@@ -48,6 +48,7 @@ func Validate(c *Config, secrets Secrets) error {
 	v.postgres()
 	v.agents()
 	v.tunables()
+	v.metrics()
 	return v.ps.sorted().Err()
 }
 
