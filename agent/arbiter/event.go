@@ -31,6 +31,7 @@ var recordable = map[string]bool{
 	UserMsg: true, ModelOutput: true, MemoryWriteCommitted: true,
 	CoreStarted: true, CoreStopped: true, InjectedInstruction: true,
 	Cancelled: true, SkillTransition: true,
+	rpc.ModelCallEvent: true, // one model call attempt (the usage ledger)
 }
 
 // Lane values of committed events, as choird's store accepts them: the

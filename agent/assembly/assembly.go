@@ -63,6 +63,9 @@ type Runtime struct {
 	order   []string        // oldest first, to bound seen
 	clients map[string]*openai.Client
 	git     *gitident.Service // nil without GitDir
+	// fallbacksTold holds the fallback notices given this turn (models.go).
+	fallbacksTold map[string]bool
+	spend         *spendState // SPEND, the caps' reservations (spend.go)
 }
 
 // maxSeen bounds the remembered message ids (at-least-once delivery only
@@ -78,7 +81,7 @@ func New(cp rpc.ControlPlane, sess *session.Session, cfg Config) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{cfg: cfg, cp: session.Redacted(cp, sess.Redactor), sess: sess, log: sess.Redactor.Logger(log),
-		seen: map[string]bool{}, clients: map[string]*openai.Client{}}
+		seen: map[string]bool{}, clients: map[string]*openai.Client{}, spend: newSpendState(cp)}
 }
 
 // Attach installs the runtime in the session's hooks.
@@ -138,6 +141,9 @@ func (rt *Runtime) open(ctx context.Context) error {
 		// The core jobs' own model (§7.1, §21.2), chosen per call too.
 		CoreModel:    modelClient{rt, coreModel},
 		CoreSettings: func() lane.Settings { return rt.settings(coreModel) },
+		// Compaction and the session summary: summary_llm, else the edge's.
+		CompactionModel:    modelClient{rt, summaryModel},
+		CompactionSettings: func() lane.Settings { return rt.settings(summaryModel) },
 		// A spent session budget ends the session (§7.6).
 		EndSession: rt.sess.End,
 		Arbiter:    arb, Tools: tools, Skills: skills, Identity: id,
@@ -291,6 +297,7 @@ func (rt *Runtime) send(msg rpc.DMSend) {
 }
 
 func (rt *Runtime) reply(r lane.Reply) {
+	rt.turnEnded()
 	kind := rpc.DMReply
 	if r.Error {
 		kind = rpc.DMError
@@ -346,90 +353,6 @@ func (rt *Runtime) dynamic() config.Dynamic {
 		rt.refreshGit() // the identity's name, email or hosts may be new
 	}
 	return d
-}
-
-// edgeModel and coreModel name a lane's model in the config choird sent:
-// the edge's is the session's llm (model set changes it); the core jobs'
-// is the agent's core_llm, or the edge's when it has none.
-func edgeModel(d config.Dynamic) string { return d.LLM }
-
-func coreModel(d config.Dynamic) string {
-	if d.CoreLLM != "" {
-		return d.CoreLLM
-	}
-	return d.LLM
-}
-
-// settings snapshots the settings of a lane's model at the start of each
-// call.
-func (rt *Runtime) settings(pick func(config.Dynamic) string) lane.Settings {
-	d := rt.dynamic()
-	m := d.Models[pick(d)]
-	s := lane.Settings{
-		Model:         m.Model,
-		RateLimitWait: time.Duration(d.Tunables.RateLimitRetryMS) * time.Millisecond,
-		CallTimeout:   time.Duration(d.Tunables.Budgets.LLMCallTimeoutMS) * time.Millisecond,
-		ContextWindow: m.ContextWindow,
-	}
-	if t, ok := m.EffectiveTemperature(); ok {
-		s.Temperature = &t
-	}
-	if e, ok := m.ReasoningEffort.Get(); ok {
-		s.ReasoningEffort = &e
-	}
-	return s
-}
-
-// client returns the OpenAI-compatible client of a lane's current model:
-// its endpoint and key can change with a config version or a model set.
-func (rt *Runtime) client(pick func(config.Dynamic) string) (*openai.Client, error) {
-	d := rt.dynamic()
-	name := pick(d)
-	m, ok := d.Models[name]
-	if !ok {
-		return nil, fmt.Errorf("the model %q is not in the config choird sent", name)
-	}
-	key := ""
-	if m.Secret != "" {
-		var ok bool
-		if key, ok = rt.sess.Secrets.Get(m.Secret); !ok {
-			return nil, fmt.Errorf("the key of model %q (secret %s) has not been granted", name, m.Secret)
-		}
-	}
-	cacheKey := m.Endpoint + "\x00" + key
-	rt.mu.Lock()
-	defer rt.mu.Unlock()
-	if c := rt.clients[cacheKey]; c != nil {
-		return c, nil
-	}
-	c, err := openai.New(openai.Config{Endpoint: m.Endpoint, APIKey: key, HTTPClient: rt.modelHTTP()})
-	if err != nil {
-		return nil, err
-	}
-	rt.clients[cacheKey] = c
-	return c, nil
-}
-
-// modelClient picks a lane's current model's client at every call.
-type modelClient struct {
-	rt   *Runtime
-	pick func(config.Dynamic) string
-}
-
-func (m modelClient) Chat(ctx context.Context, req openai.ChatRequest) (*openai.ChatResponse, error) {
-	c, err := m.rt.client(m.pick)
-	if err != nil {
-		return nil, err
-	}
-	return c.Chat(ctx, req)
-}
-
-func (m modelClient) ChatWithRateLimitRetry(ctx context.Context, req openai.ChatRequest, rl openai.RateLimitRetry) (*openai.ChatResponse, error) {
-	c, err := m.rt.client(m.pick)
-	if err != nil {
-		return nil, err
-	}
-	return c.ChatWithRateLimitRetry(ctx, req, rl)
 }
 
 // readIdentity reads the identity files; a missing one is empty, logged.

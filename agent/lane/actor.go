@@ -159,8 +159,9 @@ func (a *actor) call(ctx context.Context, req openai.ChatRequest, set Settings) 
 		}
 	}
 	began := time.Now()
+	ctx, info := a.metered(ctx, purposeTurn)
 	resp, err := a.model.ChatWithRateLimitRetry(ctx, req, rl)
-	a.observe(purposeTurn, req, resp, err, time.Since(began))
+	a.observe(info, req, resp, err, time.Since(began))
 	return resp, err
 }
 
@@ -184,8 +185,9 @@ func (a *actor) compactionCall(ctx context.Context, req openai.ChatRequest) (*op
 		defer cancel()
 	}
 	began := time.Now()
+	ctx, info := a.metered(ctx, purposeCompaction)
 	resp, err := model.Chat(ctx, req)
-	a.observe(purposeCompaction, req, resp, err, time.Since(began))
+	a.observe(info, req, resp, err, time.Since(began))
 	return resp, err
 }
 

@@ -97,8 +97,9 @@ func (l *Lane) SessionSummary(ctx context.Context) (json.RawMessage, error) {
 	set := l.cfg.Settings()
 	req := summaryRequest(sum, window, set)
 	began := time.Now()
+	ctx, info := l.edge.metered(ctx, purposeSummary)
 	resp, err := l.cfg.Model.Chat(ctx, req)
-	l.edge.observe(purposeSummary, req, resp, err, time.Since(began)) // counts the tokens, logs the call
+	l.edge.observe(info, req, resp, err, time.Since(began)) // counts the tokens, logs the call
 	if err != nil {
 		return nil, fmt.Errorf("session summary call: %w", err)
 	}

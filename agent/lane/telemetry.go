@@ -3,14 +3,13 @@ package lane
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"choir/internal/logs"
 	"choir/internal/openai"
+	"choir/internal/rpc"
 )
 
 // LLM call telemetry (§22.1): every model call of a lane, its turns, its
@@ -82,12 +81,16 @@ func (m *meter) forOutput(resp *openai.ChatResponse) (*callUsage, int64) {
 
 // observe ends one model call: it counts the tokens against the session
 // and the lane, keeps a turn call's figures for its ModelOutput, and logs
-// the "llm call" record.
-func (a *actor) observe(purpose string, req openai.ChatRequest, resp *openai.ChatResponse, err error, took time.Duration) {
+// the "llm call" record unless the model client logged each attempt
+// already (CallInfo.Logged; callinfo.go).
+func (a *actor) observe(info *CallInfo, req openai.ChatRequest, resp *openai.ChatResponse, err error, took time.Duration) {
+	purpose := info.Purpose
 	var u callUsage
+	var cached int64
 	if resp != nil {
 		u = callUsage{Prompt: int64(resp.Usage.PromptTokens), Completion: int64(resp.Usage.CompletionTokens), Total: usage(req, resp)}
 		u.Estimated = resp.Usage.TotalTokens <= 0 && resp.Usage.PromptTokens+resp.Usage.CompletionTokens <= 0
+		cached = int64(resp.Usage.PromptTokensDetails.CachedTokens)
 		a.l.session.addTokens(u.Total)
 	}
 	a.meter.mu.Lock()
@@ -97,25 +100,12 @@ func (a *actor) observe(purpose string, req openai.ChatRequest, resp *openai.Cha
 		a.meter.last, a.meter.usage, a.meter.took = resp, u, took
 	}
 	a.meter.mu.Unlock()
-
-	log := a.l.cfg.Log
-	level := slog.LevelInfo
-	if err != nil {
-		level = slog.LevelWarn
-	}
-	if !log.Enabled(context.Background(), level) {
+	if info.logged.Load() > 0 {
 		return
 	}
-	attrs := []any{logs.KeyLane, string(a.owner), keyPurpose, purpose, keyModel, req.Model,
-		keyPromptTokens, u.Prompt, keyCompletionTokens, u.Completion, keyTotalTokens, u.Total,
-		keyLatency, took.Milliseconds(), keyOutcome, outcome(err)}
-	if u.Estimated {
-		attrs = append(attrs, keyEstimated, true)
-	}
-	if err != nil {
-		attrs = append(attrs, logs.KeyError, err.Error())
-	}
-	log.Log(context.Background(), level, msgLLMCall, attrs...)
+	LogCall(a.l.cfg.Log, a.owner, rpc.CallRecord{Purpose: purpose, ProviderModel: req.Model,
+		PromptTokens: u.Prompt, CompletionTokens: u.Total - u.Prompt, CachedTokens: cached, Estimated: u.Estimated,
+		LatencyMS: took.Milliseconds(), Outcome: outcome(err), CostSource: rpc.CostNone}, 0, err)
 }
 
 // outcome names how a call ended: ok, or an error code (timeout,

@@ -148,6 +148,7 @@ func poolConfig(cfg Config) (*pgxpool.Config, error) {
 	} else if !strings.Contains(conn, "pool_max_conns") {
 		pcfg.MaxConns = 4
 	}
+	pcfg.ConnConfig.Tracer = errorTracer{} // choir_postgres_errors_total
 	if pcfg.ConnConfig.ConnectTimeout == 0 {
 		pcfg.ConnConfig.ConnectTimeout = connectTimeout
 	}

@@ -35,6 +35,8 @@ type Config struct {
 	Agents             map[string]Agent        `json:"agents"`
 	// Metrics says where choird serves /metrics (metrics.go); nil means off.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// Spend is the installation's currency and caps (spend.go).
+	Spend *Spend `json:"spend,omitempty"`
 
 	Tunables
 }
@@ -74,6 +76,8 @@ type Model struct {
 	// Request is the request template (§6.3): body fields and headers sent
 	// with every call; nil sends none.
 	Request *ModelRequest `json:"request,omitempty"`
+	// Price per million tokens in spend.currency; nil counts tokens only.
+	Price *Price `json:"price,omitempty"`
 }
 
 // TTS is a named text-to-speech provider (§21.3). v1 knows ElevenLabs only.
@@ -255,6 +259,9 @@ type Agent struct {
 	// Restart is what choird does when a session of the agent crashes;
 	// absent means off (see RestartPolicy).
 	Restart RestartPolicy `json:"restart,omitzero"`
+	// Spend is the agent's own caps (spend.go); nil means only the
+	// installation's.
+	Spend *Spend `json:"spend,omitempty"`
 }
 
 // AgentDefaults names the resources an agent binds when started without

@@ -19,6 +19,8 @@ type Dynamic struct {
 	VoiceProfiles map[string]VoiceProfile `json:"voice_profiles"`
 	Search        map[string]Search       `json:"search"`
 	Tunables      Tunables                `json:"tunables"`
+	// Currency is spend.currency, the unit of the models' prices.
+	Currency string `json:"currency,omitempty"`
 	// The session's own git identity, Notion integration and email account
 	// (their settings and the names of their secrets, never a value); nil
 	// when none is bound. The agent resolves a tool's secret_resources
@@ -36,7 +38,7 @@ func (c *Config) DynamicFor(v int64, llm, coreLLM, summaryLLM, voice, gitIdentit
 	d := Dynamic{
 		Version: v, LLM: llm, CoreLLM: coreLLM, SummaryLLM: summaryLLM, VoiceProfile: voice,
 		Models: c.Models, TTS: c.TTS, VoiceProfiles: c.VoiceProfiles, Search: c.Search,
-		Tunables: c.Tunables,
+		Tunables: c.Tunables, Currency: c.Spend.CurrencyOrDefault(),
 	}
 	if g, ok := c.GitIdentities[gitIdentity]; ok {
 		d.GitIdentity = &g

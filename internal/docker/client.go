@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"choir/internal/metrics"
 )
 
 // DefaultHost is the engine address used when DOCKER_HOST is unset.
@@ -66,7 +68,7 @@ func New(ctx context.Context, host string) (*Client, error) {
 		IdleConnTimeout:     30 * time.Second,
 		DisableCompression:  true,
 	}
-	c.hc = &http.Client{Transport: c.tr}
+	c.hc = &http.Client{Transport: metrics.Observe(c.tr, metrics.CountEngineErrors)} // choir_engine_errors_total
 	if network == "unix" {
 		c.addr = "docker" // any name will do; the dialer ignores it
 	} else {

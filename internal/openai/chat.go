@@ -72,6 +72,17 @@ type Usage struct {
 	PromptTokens     int `json:"prompt_tokens"`
 	CompletionTokens int `json:"completion_tokens"`
 	TotalTokens      int `json:"total_tokens"`
+	// PromptTokensDetails.CachedTokens counts the prompt tokens the
+	// provider served from its prefix cache (0 when not reported).
+	PromptTokensDetails TokenDetails `json:"prompt_tokens_details"`
+	// Cost is the provider's own price of the call in the account's
+	// currency (OpenRouter's usage.cost); nil when it gave none.
+	Cost *float64 `json:"cost,omitempty"`
+}
+
+// TokenDetails is usage.prompt_tokens_details.
+type TokenDetails struct {
+	CachedTokens int `json:"cached_tokens"`
 }
 
 type wireChatRequest struct {

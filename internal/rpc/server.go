@@ -56,6 +56,9 @@ func NewServer(h ControlPlaneHandler, limits Limits, log *slog.Logger) *Server {
 		VerbExecuteHostTool:    bind(h.HandleHostTool),
 		VerbFetchEvents:        bind(h.HandleFetchEvents),
 	}
+	if sh, ok := h.(SpendHandler); ok {
+		s.verbs[VerbSpend] = bind(sh.HandleSpend)
+	}
 	return s
 }
 
