@@ -49,6 +49,14 @@ if [ ! -d testkit/browsertest/node_modules ] || [ testkit/browsertest/package-lo
   npm ci --prefix testkit/browsertest --no-audit --no-fund
 fi
 
+# The official MCP conformance suite (pinned) and npm's Node 24 binary it
+# needs (the suite cannot load on Debian's Node 20), for internal/mcp's
+# client scenarios.
+if [ ! -d testkit/mcptest/node_modules ] || [ testkit/mcptest/package-lock.json -nt testkit/mcptest/node_modules ]; then
+  say "installing the MCP conformance suite (npm ci)"
+  npm ci --prefix testkit/mcptest --no-audit --no-fund
+fi
+
 mkdir -p "$work"
 stop_all() {
   [ -x testkit/pgtest/pglite.sh ] && testkit/pgtest/pglite.sh stop "$work/pg" >/dev/null 2>&1 || true
