@@ -27,7 +27,7 @@ import (
 	"choir/agent/lock"
 	"choir/agent/session"
 	"choir/agent/skill"
-	"choir/agent/tool"
+	mcptool "choir/agent/tool/mcp"
 	"choir/internal/config"
 	"choir/internal/openai"
 	"choir/internal/rpc"
@@ -63,6 +63,7 @@ type Runtime struct {
 	order   []string        // oldest first, to bound seen
 	clients map[string]*openai.Client
 	git     *gitident.Service // nil without GitDir
+	mcp     *mcptool.Set      // the MCP servers (mcp.go)
 	// fallbacksTold holds the fallback notices given this turn (models.go).
 	fallbacksTold map[string]bool
 	spend         *spendState // SPEND, the caps' reservations (spend.go)
@@ -122,7 +123,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 	var known func(string) bool // the registry, once built, for proposed skills
 	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic, SessionID: rt.sess.ID().SessionID,
 		Known: func(name string) bool { return known != nil && known(name) }})
-	tools, err := tool.Load(builtins, filepath.Join(rt.cfg.ChoirDir, "tools", "global"), filepath.Join(rt.cfg.ChoirDir, "tools", "agent"))
+	tools, err := rt.loadTools(builtins) // mcp.go: and the MCP servers' tools
 	if err != nil {
 		return fmt.Errorf("load tools: %w", err)
 	}
@@ -187,6 +188,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 // the arbiter, so the final heartbeat carries everything committed.
 func (rt *Runtime) stop(ctx context.Context) {
 	defer rt.stopGit()
+	defer rt.stopMCP()
 	rt.mu.Lock()
 	cancel := rt.cancel
 	rt.mu.Unlock()

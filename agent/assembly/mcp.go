@@ -1,0 +1,47 @@
+package assembly
+
+import (
+	"path/filepath"
+
+	"choir/agent/tool"
+	mcptool "choir/agent/tool/mcp"
+)
+
+// loadTools builds the registry: the built-ins and baked tools, then the
+// tools of the MCP servers of /choir/mcp (agent/tool/mcp), started now and
+// stopped with the session. An MCP tool whose wire name another tool holds
+// is refused (logged), never the other tool.
+func (rt *Runtime) loadTools(builtins []tool.Tool) (*tool.Registry, error) {
+	global, agent := filepath.Join(rt.cfg.ChoirDir, "tools", "global"), filepath.Join(rt.cfg.ChoirDir, "tools", "agent")
+	base, err := tool.Load(builtins, global, agent)
+	if err != nil {
+		return nil, err
+	}
+	set, err := mcptool.Start(mcptool.Config{
+		Dir: filepath.Join(rt.cfg.ChoirDir, "mcp"), PinsFile: filepath.Join(rt.cfg.ChoirDir, "mcp-pins.json"),
+		Workspace: rt.cfg.Workspace, Secret: rt.sess.Secrets.Get, Log: rt.log, Notify: rt.notify,
+		AgentID: rt.sess.ID().AgentID,
+		Taken:   func(wire string) bool { _, ok := base.LookupWire(wire); return ok },
+	})
+	if err != nil {
+		return nil, err
+	}
+	rt.mu.Lock()
+	rt.mcp = set
+	rt.mu.Unlock()
+	extra := set.Tools()
+	if len(extra) == 0 {
+		return base, nil
+	}
+	return tool.Load(append(builtins, extra...), global, agent)
+}
+
+// stopMCP stops the MCP servers.
+func (rt *Runtime) stopMCP() {
+	rt.mu.Lock()
+	set := rt.mcp
+	rt.mu.Unlock()
+	if set != nil {
+		set.Close()
+	}
+}

