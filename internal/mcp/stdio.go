@@ -31,6 +31,7 @@ type Stdio struct {
 	mu      sync.Mutex
 	tail    []string // last stderr lines, for the error when it dies
 	exited  chan struct{}
+	errDone chan struct{} // closed when stderr has been read to its end
 	waitErr error
 	s       sink
 }
@@ -40,6 +41,7 @@ type Stdio struct {
 const (
 	stdioExitGrace = 2 * time.Second
 	stderrTail     = 8
+	stderrGrace    = 500 * time.Millisecond
 	maxStderrLine  = 4096
 )
 
@@ -50,7 +52,7 @@ const (
 // waits for it to exit, then sends SIGTERM and finally SIGKILL.
 func NewStdio(cmd *exec.Cmd, stderr func(line string)) *Stdio {
 	desc := "stdio server " + filepath.Base(cmd.Path)
-	return &Stdio{cmd: cmd, onErr: stderr, desc: desc, exited: make(chan struct{})}
+	return &Stdio{cmd: cmd, onErr: stderr, desc: desc, exited: make(chan struct{}), errDone: make(chan struct{})}
 }
 
 // NewStdioPipes returns a stdio transport over a server reached some other
@@ -179,6 +181,10 @@ func (t *Stdio) endErr(readErr error) error {
 	case <-time.After(stdioExitGrace):
 		return fmt.Errorf("%s closed its stdout but did not exit", t)
 	}
+	select { // its last words on stderr (a child may hold stderr open: do not wait long)
+	case <-t.errDone:
+	case <-time.After(stderrGrace):
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	msg := fmt.Sprintf("%s exited", t.desc)
@@ -194,6 +200,7 @@ func (t *Stdio) endErr(readErr error) error {
 }
 
 func (t *Stdio) readStderr(r io.ReadCloser) {
+	defer close(t.errDone)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	for {
