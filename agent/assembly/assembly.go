@@ -145,6 +145,8 @@ func (rt *Runtime) open(ctx context.Context) error {
 		// Compaction and the session summary: summary_llm, else the edge's.
 		CompactionModel:    modelClient{rt, summaryModel},
 		CompactionSettings: func() lane.Settings { return rt.settings(summaryModel) },
+		SummaryModel:       modelClient{rt, summaryModel},
+		SummarySettings:    func() lane.Settings { return rt.settings(summaryModel) },
 		// A spent session budget ends the session (§7.6).
 		EndSession: rt.sess.End,
 		Arbiter:    arb, Tools: tools, Skills: skills, Identity: id,

@@ -74,6 +74,10 @@ type Config struct {
 	// compaction calls of every lane; nil means the lane's own.
 	CompactionModel    ModelClient
 	CompactionSettings func() Settings
+	// SummaryModel and SummarySettings make the session summary call; nil
+	// means the edge's.
+	SummaryModel    ModelClient
+	SummarySettings func() Settings
 	// Arbiter commits every event and runs every tool call; required.
 	Arbiter *arbiter.Arbiter
 	// Tools is the registry the arbiter runs; it should hold Tools() so

@@ -94,11 +94,14 @@ func (l *Lane) SessionSummary(ctx context.Context) (json.RawMessage, error) {
 	if sum.Empty() && len(window) == 0 {
 		return nil, ErrNothingToSummarize
 	}
-	set := l.cfg.Settings()
+	set, model := l.cfg.Settings(), l.cfg.Model
+	if l.cfg.SummaryModel != nil && l.cfg.SummarySettings != nil {
+		set, model = l.cfg.SummarySettings(), l.cfg.SummaryModel
+	}
 	req := summaryRequest(sum, window, set)
 	began := time.Now()
 	ctx, info := l.edge.metered(ctx, purposeSummary)
-	resp, err := l.cfg.Model.Chat(ctx, req)
+	resp, err := model.Chat(ctx, req)
 	l.edge.observe(info, req, resp, err, time.Since(began)) // counts the tokens, logs the call
 	if err != nil {
 		return nil, fmt.Errorf("session summary call: %w", err)
