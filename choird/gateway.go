@@ -244,7 +244,7 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 	gw, err := gateway.New(gateway.Config{
 		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
 		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
-		Transcriber: stt,
+		Transcriber: stt, HTTPClient: telegramHTTP(),
 	})
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())

@@ -82,7 +82,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer stopMemory()
 	agentsMgr.SessionClosed = mem.SessionEnded
-	rpcServer := rpc.NewServer(agentsMgr.Handler(), rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	rpcServer := rpc.NewServer(countedHandler{agentsMgr.Handler()}, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
 	agentsMgr.Images = imageStore{st}
@@ -107,6 +107,11 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return fmt.Errorf("cannot start the gateway: %w", err)
 	}
 	defer stopGateway()
+	stopMetrics, err := serveMetrics(plane, agentsMgr, st, log.With(logs.KeySystem, "metrics"))
+	if err != nil {
+		return fmt.Errorf("cannot start: %w", err)
+	}
+	defer stopMetrics()
 	admin, err := rpc.ListenUnix(home.AdminSocket())
 	if err != nil {
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
@@ -137,7 +142,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	// listener draws on, and no write timeout: its follow, log and chat
 	// streams are long-lived. The agent protocol server applies its limits
 	// to every listener it serves.
-	adminServer := &http.Server{Handler: plane.AdminHandler(), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	adminServer := &http.Server{Handler: countAdmin(plane.AdminHandler()), ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return serveCtx }}
 	adminLimits := rpc.AdminLimits()
 	admin = adminLimits.Apply(adminServer, admin, adminLimits.MaxConnsShared)

@@ -9,10 +9,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 
 	"choir/choird/repo"
 	"choir/internal/config"
 	"choir/internal/docker"
+	"choir/internal/metrics"
 )
 
 // Image labels. The lifecycle finds an agent's images by LabelManaged and
@@ -73,7 +75,8 @@ var one = make(chan struct{}, 1)
 // what to fix: an *InvalidError lists faults in the repos' files; a failing
 // Dockerfile step is reported with the step, the engine's message and the
 // step's output.
-func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string, progress func(string)) (*Result, error) {
+func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string, progress func(string)) (_ *Result, err error) {
+	defer metrics.ImageBuildSeconds.Time(time.Now(), &err)
 	say := func(format string, args ...any) {
 		if progress != nil {
 			progress(fmt.Sprintf(format, args...))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"choir/internal/config"
+	"choir/internal/metrics"
 	"choir/internal/rpc"
 )
 
@@ -118,6 +119,7 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	if err != nil {
 		return rpc.HeartbeatResp{}, err
 	}
+	metrics.HeartbeatsReceived.With(r.AgentID).Inc()
 	now := m.now()
 	r.mu.Lock()
 	r.lastHeartbeat = now

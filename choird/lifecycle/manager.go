@@ -193,6 +193,9 @@ type Manager struct {
 	// session ends (stopped or crashed), once its end is recorded: the
 	// memory pipeline chunks it (choird/memory). Nil means nobody.
 	SessionClosed func(agentID, sessionID, status string)
+	// EventsStored is told the events of each stored heartbeat; those up
+	// to rev after were stored before (choird's metrics). Nil means nobody.
+	EventsStored func(agentID string, after int64, events []rpc.Event)
 	// Images is the build's record of the images it made; INIT_HELLO is
 	// checked against it (checkImage). Nil compares the version only.
 	Images ImageRecords

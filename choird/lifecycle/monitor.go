@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"choir/internal/docker"
+	"choir/internal/metrics"
 	"choir/internal/rpc"
 )
 
@@ -219,6 +220,7 @@ func (m *Manager) Monitor(ctx context.Context) {
 			state, last := r.state, r.lastHeartbeat
 			r.mu.Unlock()
 			if state == StateRunning && now.Sub(last) > threshold {
+				metrics.HeartbeatsMissed.With(r.AgentID).Inc()
 				m.end(r, StatusCrashed, fmt.Sprintf("no heartbeat for %s (threshold %s)", now.Sub(last).Round(time.Millisecond), threshold))
 			}
 		}

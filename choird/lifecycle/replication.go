@@ -93,8 +93,12 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (
 			"heartbeat not stored: the store failed (%v); keep the events and resend", err)
 	}
 	r.mu.Lock()
+	after := r.repl.AckedRev
 	r.repl.AckedRev, r.repl.SnapshotRev = got.Head.Rev, max(got.SnapshotRev, 0)
 	r.mu.Unlock()
+	if m.EventsStored != nil {
+		m.EventsStored(r.AgentID, after, req.Patches)
+	}
 	m.logStored(r, req, got)
 	if req.Final {
 		m.logf(r, "final heartbeat", "base_rev", req.BaseRev, "new_rev", req.NewRev, "acked_rev", got.Head.Rev,

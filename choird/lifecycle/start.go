@@ -11,6 +11,7 @@ import (
 	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/docker"
+	"choir/internal/metrics"
 	"choir/internal/rpc"
 )
 
@@ -68,7 +69,8 @@ func (m *Manager) restart(ctx context.Context, agentID string, sameImage bool) (
 }
 
 // start is Start with the agent's lock held; image "" means the newest.
-func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, image string) (ctl.AgentStatus, error) {
+func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, image string) (_ ctl.AgentStatus, err error) {
+	defer metrics.AgentStartSeconds.Time(time.Now(), &err)
 	l, version := m.Config()
 	b, resources, err := lease.Resolve(l.Config, agentID, o)
 	if err != nil {

@@ -46,7 +46,8 @@ func (r *Registry) Handler() http.Handler {
 			http.Error(w, "use GET /metrics", http.StatusMethodNotAllowed)
 			return
 		}
-		body := r.Append(make([]byte, 0, 16<<10))
+		body := r.Append(make([]byte, 0, max(r.lastSize.Load()+r.lastSize.Load()/8, 4<<10)))
+		r.lastSize.Store(int64(len(body))) // the next scrape's buffer, with room to grow
 		w.Header().Set("Content-Type", ContentType)
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		if req.Method == http.MethodGet {
@@ -80,11 +81,7 @@ func (h *HistogramVec) write(b []byte) []byte {
 	for _, s := range h.v.snapshot() {
 		cum, sum, count := s.m.read()
 		for i, n := range cum {
-			le := "+Inf"
-			if i < len(h.upper) {
-				le = string(appendFloat(nil, h.upper[i]))
-			}
-			b = appendSample(b, h.v.name, "_bucket", h.v.labels, s.values, "le", le, float64(n))
+			b = appendSample(b, h.v.name, "_bucket", h.v.labels, s.values, "le", h.le[i], float64(n))
 		}
 		b = appendSample(b, h.v.name, "_sum", h.v.labels, s.values, "", "", sum)
 		b = appendSample(b, h.v.name, "_count", h.v.labels, s.values, "", "", float64(count))

@@ -224,6 +224,7 @@ func (g *GaugeVec) With(values ...string) *Gauge { return g.v.with(values) }
 type HistogramVec struct {
 	v     *vec[Histogram]
 	upper []float64
+	le    []string // the bounds as le label values, "+Inf" last
 }
 
 // With returns the histogram of the label values, in the family's label order.

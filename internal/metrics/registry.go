@@ -5,12 +5,14 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 )
 
 // Registry is a set of metric families with distinct names.
 type Registry struct {
-	mu   sync.Mutex
-	fams map[string]family
+	mu       sync.Mutex
+	fams     map[string]family
+	lastSize atomic.Int64 // bytes of the last scrape
 }
 
 // family is what a registry writes: its description and its samples.
@@ -69,6 +71,10 @@ func (r *Registry) Histogram(name, help string, buckets []float64, labels ...str
 		upper = upper[:n-1] // +Inf is always the last bucket
 	}
 	h := &HistogramVec{upper: upper}
+	for _, u := range upper {
+		h.le = append(h.le, string(appendFloat(nil, u)))
+	}
+	h.le = append(h.le, "+Inf")
 	h.v = newVec(newDesc(name, help, "histogram", labels), func() *Histogram {
 		return &Histogram{upper: upper, counts: make([]uint64, len(upper)+1)}
 	})

@@ -1,0 +1,434 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"choir/choird/control"
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/ctl"
+	"choir/internal/metrics"
+	"choir/internal/rpc"
+)
+
+// metricsSources are what choird's function families read at each scrape;
+// run sets them once its parts exist. A nil source reports nothing.
+type metricsSources struct {
+	Agents   func() []ctl.AgentStatus               // every configured agent's status
+	Running  func() int                             // running sessions
+	Pending  func(ctx context.Context) (int, error) // approvals waiting for a decision
+	Gateways func() []ctl.GatewayStatus             // each bot's counters
+}
+
+var (
+	sourcesMu    sync.Mutex
+	sources      metricsSources
+	registerOnce sync.Once
+)
+
+// agentStates are the states agent status reports; each is always shown.
+var agentStates = []string{"starting", "running", "stopping", "stopped"}
+
+// pendingTimeout bounds the approvals query of one scrape.
+const pendingTimeout = 2 * time.Second
+
+func currentSources() metricsSources {
+	sourcesMu.Lock()
+	defer sourcesMu.Unlock()
+	return sources
+}
+
+// registerFunctionFamilies adds, once per process, the families computed
+// at scrape time from choird's parts.
+func registerFunctionFamilies() {
+	registerOnce.Do(func() {
+		r := metrics.Default
+		r.GaugeFunc("choir_agents", "Configured agents by state (starting, running, stopping, stopped).", []string{"state"}, func() []metrics.Sample {
+			src := currentSources()
+			if src.Agents == nil {
+				return nil
+			}
+			out := make([]metrics.Sample, 0, len(agentStates))
+			for _, s := range agentStates {
+				out = append(out, metrics.Sample{Labels: []string{s}})
+			}
+			for _, a := range src.Agents() {
+				out = append(out, metrics.Sample{Value: 1, Labels: []string{a.State}})
+			}
+			return out
+		})
+		r.GaugeFunc("choir_heartbeat_age_seconds", "Seconds since each running agent's last heartbeat.", []string{"agent"}, func() []metrics.Sample {
+			src := currentSources()
+			if src.Agents == nil {
+				return nil
+			}
+			var out []metrics.Sample
+			now := time.Now()
+			for _, a := range src.Agents() {
+				if a.State == "running" && !a.LastHeartbeat.IsZero() {
+					out = append(out, metrics.Sample{Value: now.Sub(a.LastHeartbeat).Seconds(), Labels: []string{a.AgentID}})
+				}
+			}
+			return out
+		})
+		r.GaugeFunc("choir_sessions_active", "Agent sessions running now.", nil, func() []metrics.Sample {
+			if src := currentSources(); src.Running != nil {
+				return []metrics.Sample{{Value: float64(src.Running())}}
+			}
+			return nil
+		})
+		r.GaugeFunc("choir_approvals_pending", "Approval requests waiting for a decision (absent when Postgres does not answer).", nil, func() []metrics.Sample {
+			src := currentSources()
+			if src.Pending == nil {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
+			defer cancel()
+			n, err := src.Pending(ctx)
+			if err != nil {
+				return nil
+			}
+			return []metrics.Sample{{Value: float64(n)}}
+		})
+		r.CounterFunc("choir_telegram_updates_total", "Telegram updates received and handed on, by gateway.", []string{"gateway"}, func() []metrics.Sample {
+			src := currentSources()
+			if src.Gateways == nil {
+				return nil
+			}
+			var out []metrics.Sample
+			for _, g := range src.Gateways() {
+				out = append(out, metrics.Sample{Value: float64(g.Updates), Labels: []string{g.Gateway}})
+			}
+			return out
+		})
+	})
+}
+
+// startMetrics serves /metrics on the configured address, or does nothing
+// when metrics are off. It returns the address it listens on ("" when
+// off) and a function that stops the server.
+func startMetrics(c *config.Config, src metricsSources, log *slog.Logger) (addr string, stop func(), err error) {
+	registerFunctionFamilies()
+	sourcesMu.Lock()
+	sources = src
+	sourcesMu.Unlock()
+	var m *config.Metrics
+	if c != nil {
+		m = c.Metrics
+	}
+	want, on, remote, err := config.MetricsAddress(m)
+	switch {
+	case err != nil:
+		return "", nil, fmt.Errorf("config.json metrics.listen %q: %v", m.Listen, err)
+	case !on:
+		return "", func() {}, nil
+	case remote && !m.AllowRemote:
+		return "", nil, fmt.Errorf("config.json metrics.listen %q is not a loopback address: set metrics.allow_remote: true to serve /metrics to the network", m.Listen)
+	}
+	l, err := net.Listen("tcp", want)
+	if err != nil {
+		return "", nil, fmt.Errorf("serve /metrics on %s (config.json metrics.listen): %w; choose a free port or remove the metrics block", want, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Default.Handler())
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 8 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			log.Error("the /metrics server stopped", "error", err.Error())
+		}
+	}()
+	log.Info("serving /metrics", "address", l.Addr().String(), "remote", remote)
+	return l.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if srv.Shutdown(ctx) != nil {
+			srv.Close()
+		}
+		<-done
+	}, nil
+}
+
+// countedHandler counts and times every agent protocol call that reaches
+// choird's handler (one that authenticated and decoded), by verb and
+// outcome. Requests refused before it (no token, a malformed body, a rate
+// limit) are not counted. Verbs added to the interface later pass through
+// uncounted until listed here.
+type countedHandler struct{ rpc.ControlPlaneHandler }
+
+func counted[Req, Resp any](ctx context.Context, verb rpc.Verb, f func(context.Context, Req) (Resp, error), req Req) (Resp, error) {
+	start := time.Now()
+	resp, err := f(ctx, req)
+	metrics.RPCSeconds.With(string(verb)).Since(start)
+	metrics.RPCRequests.With(string(verb), rpcCode(err)).Inc()
+	return resp, err
+}
+
+// rpcCode is "ok" or the code the agent is answered with.
+func rpcCode(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	var e *rpc.Error
+	if errors.As(err, &e) && e.Code != "" {
+		return e.Code
+	}
+	return rpc.CodeInternal
+}
+
+func (h countedHandler) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rpc.InitHelloResp, error) {
+	return counted(ctx, rpc.VerbInitHello, h.ControlPlaneHandler.HandleInitHello, req)
+}
+func (h countedHandler) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.SecretResp, error) {
+	return counted(ctx, rpc.VerbGetSecrets, h.ControlPlaneHandler.HandleSecrets, req)
+}
+func (h countedHandler) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
+	return counted(ctx, rpc.VerbHeartbeat, h.ControlPlaneHandler.HandleHeartbeat, req)
+}
+func (h countedHandler) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.ApprovalResp, error) {
+	return counted(ctx, rpc.VerbRequestApproval, h.ControlPlaneHandler.HandleApproval, req)
+}
+func (h countedHandler) HandleStatus(ctx context.Context, req rpc.StatusReq) (rpc.StatusResp, error) {
+	return counted(ctx, rpc.VerbReportStatus, h.ControlPlaneHandler.HandleStatus, req)
+}
+func (h countedHandler) HandleTerminate(ctx context.Context, req rpc.TerminateReq) (rpc.TerminateResp, error) {
+	return counted(ctx, rpc.VerbTerminateSelf, h.ControlPlaneHandler.HandleTerminate, req)
+}
+func (h countedHandler) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc.ConfigResp, error) {
+	return counted(ctx, rpc.VerbFetchDynamicConfig, h.ControlPlaneHandler.HandleFetchConfig, req)
+}
+func (h countedHandler) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.HostToolResp, error) {
+	return counted(ctx, rpc.VerbExecuteHostTool, h.ControlPlaneHandler.HandleHostTool, req)
+}
+func (h countedHandler) HandleFetchEvents(ctx context.Context, req rpc.FetchEventsReq) (rpc.FetchEventsResp, error) {
+	return counted(ctx, rpc.VerbFetchEvents, h.ControlPlaneHandler.HandleFetchEvents, req)
+}
+
+// countAdmin counts choirctl's requests by the route pattern that served
+// them (never the path, which holds names and ids) and the status.
+func countAdmin(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(sw, r)
+		route := r.Pattern // set by the ServeMux on this request
+		if route == "" {
+			route = "none"
+		}
+		metrics.AdminRequests.With(route, strconv.Itoa(sw.code)).Inc()
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	code  int
+	wrote bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps the admin API's streams (log follow, chat) flushing.
+func (w *statusWriter) Flush() {
+	w.wrote = true
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// telegramHTTP is the Bot API's HTTP client, counting each call by method
+// and status in choir_telegram_requests_total.
+func telegramHTTP() *http.Client {
+	return &http.Client{Transport: metrics.Observe(http.DefaultTransport, countTelegram)}
+}
+
+func countTelegram(req *http.Request, resp *http.Response, err error) {
+	code := "error"
+	switch {
+	case err == nil:
+		code = strconv.Itoa(resp.StatusCode)
+	case req.Context().Err() != nil:
+		return // stopped or cut short by the poll's watchdog, not Telegram's doing
+	}
+	metrics.TelegramRequests.With(telegramMethod(req.URL.Path), code).Inc()
+}
+
+var methodRE = regexp.MustCompile(`^[A-Za-z]{1,40}$`)
+
+// telegramMethod is the Bot API method of a request path
+// (`…/bot<token>/<method>`): never the token, never a file's path
+// (`…/file/bot<token>/<path>` is "file"), "other" for anything else.
+func telegramMethod(path string) string {
+	segs := strings.Split(path, "/")
+	for i, s := range segs {
+		if !strings.HasPrefix(s, "bot") {
+			continue
+		}
+		switch {
+		case i > 0 && segs[i-1] == "file":
+			return "file"
+		case i == len(segs)-2 && methodRE.MatchString(segs[i+1]):
+			return segs[i+1]
+		}
+		return "other"
+	}
+	return "other"
+}
+
+// eventCounter counts, from the events choird stores for a session, the
+// model calls (ModelOutput, with usage and latency_ms) and tool calls
+// (ToolResultCommitted, with status and duration_ms) the agent made.
+// The agent writes these payloads, so nothing it says becomes a label
+// unchecked: a model must be one the configuration names (else "other"),
+// a tool name must look like one (else "other") and contain no secret
+// value; the agent label is choird's own id for the session's agent.
+type eventCounter struct{ loaded func() *config.Loaded }
+
+// stored counts the events after rev `after` (those before were stored,
+// and counted, already).
+func (c eventCounter) stored(agentID string, after int64, events []rpc.Event) {
+	for _, e := range events {
+		if e.Rev <= after {
+			continue
+		}
+		switch e.Type {
+		case "ModelOutput":
+			c.modelOutput(agentID, e.Payload)
+		case "ToolResultCommitted":
+			c.toolResult(e.Payload)
+		}
+	}
+}
+
+func (c eventCounter) modelOutput(agentID string, payload json.RawMessage) {
+	var p struct {
+		Error     string `json:"error"`
+		Model     string `json:"model"`
+		LatencyMS int64  `json:"latency_ms"`
+		Usage     *struct {
+			Prompt     int64 `json:"prompt_tokens"`
+			Completion int64 `json:"completion_tokens"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(payload, &p) != nil || p.Model == "" {
+		return // not a model call (a lane that gave up before calling)
+	}
+	model := c.modelLabel(p.Model)
+	metrics.LLMCalls.With(agentID, model).Inc()
+	if p.Error != "" {
+		metrics.LLMErrors.With(agentID, model).Inc()
+	}
+	if p.Usage != nil {
+		metrics.LLMTokens.With(agentID, model, "prompt").Add(float64(p.Usage.Prompt))
+		metrics.LLMTokens.With(agentID, model, "completion").Add(float64(p.Usage.Completion))
+	}
+	if p.LatencyMS > 0 {
+		metrics.LLMSeconds.With(agentID, model).Observe(float64(p.LatencyMS) / 1000)
+	}
+}
+
+func (c eventCounter) toolResult(payload json.RawMessage) {
+	var p struct {
+		Tool       string `json:"tool"`
+		Status     string `json:"status"`
+		DurationMS int64  `json:"duration_ms"`
+	}
+	if json.Unmarshal(payload, &p) != nil {
+		return
+	}
+	tool := c.toolLabel(p.Tool)
+	metrics.ToolCalls.With(tool).Inc()
+	if p.Status == "error" {
+		metrics.ToolErrors.With(tool).Inc()
+	}
+	if p.DurationMS >= 0 {
+		metrics.ToolSeconds.With(tool).Observe(float64(p.DurationMS) / 1000)
+	}
+}
+
+// modelLabel is name when the configuration names that model (as a
+// models key or a provider's model id), else "other".
+func (c eventCounter) modelLabel(name string) string {
+	if l := c.loaded(); l != nil && l.Config != nil {
+		if _, ok := l.Config.Models[name]; ok {
+			return name
+		}
+		for _, m := range l.Config.Models {
+			if m.Model == name {
+				return name
+			}
+		}
+	}
+	return "other"
+}
+
+// toolNameRE is the canonical tool name (agent/tool's rule), e.g. choir.fs.read.
+var toolNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$`)
+
+// toolLabel is name when it is shaped like a tool name, at most 64
+// bytes, and holds no secret value (three bytes or longer, as the log
+// redactor matches); else "other".
+func (c eventCounter) toolLabel(name string) string {
+	if len(name) > 64 || !toolNameRE.MatchString(name) {
+		return "other"
+	}
+	if l := c.loaded(); l != nil {
+		for _, v := range l.Secrets {
+			if len(v) >= 3 && strings.Contains(name, v) {
+				return "other"
+			}
+		}
+	}
+	return name
+}
+
+// serveMetrics starts /metrics when config.json asks for it, reading
+// choird's parts at each scrape, and counts what choird's rooms report
+// through their hooks (sessions ended, events stored).
+func serveMetrics(plane *control.Plane, m *lifecycle.Manager, st *store.Store, log *slog.Logger) (stop func(), err error) {
+	closed := m.SessionClosed
+	m.SessionClosed = func(agentID, sessionID, status string) {
+		metrics.SessionsEnded.With(status).Inc()
+		if closed != nil {
+			closed(agentID, sessionID, status)
+		}
+	}
+	m.EventsStored = eventCounter{loaded: plane.Config}.stored
+	src := metricsSources{
+		Agents:  m.List,
+		Running: m.Running,
+		Pending: func(ctx context.Context) (int, error) {
+			a, err := st.PendingApprovals(ctx, "")
+			return len(a), err
+		},
+		Gateways: func() []ctl.GatewayStatus { return plane.Status().Gateways },
+	}
+	_, stop, err = startMetrics(plane.Config().Config, src, log)
+	return stop, err
+}
