@@ -20,9 +20,12 @@ say() { printf '\n== %s\n' "$*"; }
 # verify` of choird.service (already in this machine kind's image: listed so
 # a machine without it fails to install rather than skips); chromium for
 # the browser worker; Dovecot and aiosmtpd, real IMAP and SMTP servers the
-# email tests start; openssh for git over SSH; openssl for test certificates.
+# email tests start; openssh for git over SSH; openssl for test certificates;
+# prometheus for `promtool check metrics` of choird's /metrics (its server
+# is stopped and disabled below: nothing of it may listen).
 packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap systemd
-  chromium dovecot-imapd dovecot-lmtpd python3-aiosmtpd openssh-server openssh-client openssl"
+  chromium dovecot-imapd dovecot-lmtpd python3-aiosmtpd openssh-server openssh-client openssl
+  prometheus"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -32,6 +35,9 @@ if [ -n "$missing" ]; then
   say "installing:$missing"
   export DEBIAN_FRONTEND=noninteractive
   apt-get install -y --no-install-recommends $missing || { apt-get update && apt-get install -y --no-install-recommends $missing; }
+  case " $missing " in *" prometheus "*)
+    systemctl disable --now prometheus >/dev/null 2>&1 || /etc/init.d/prometheus stop >/dev/null 2>&1 || true ;;
+  esac
 fi
 
 if [ -f testkit/pgtest/package-lock.json ]; then
