@@ -227,6 +227,9 @@ func (a *Arbiter) check(inv *invocation) (out Outcome, done bool) {
 	if name == StartTool && a.cfg.Skills != nil && allowed {
 		return a.startSkill(inv, run), true
 	}
+	if (name == skill.TransitionTool || name == skill.FinishTool) && a.cfg.Skills != nil && allowed {
+		return errorOutcome(tool.Errorf(CodeNoSkill, "no skill is running in this lane, so %s has nothing to act on; start one with %s, or go on without", name, StartTool)), true
+	}
 	if !allowed || !a.cfg.Tools.Has(name) {
 		return errorOutcome(tool.Errorf(tool.CodeUnknownTool,
 			"no tool called %q is offered to you; call only the tools listed in this request", name)), true

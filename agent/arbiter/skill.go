@@ -24,6 +24,9 @@ const (
 	CodeUnknownSkill = "unknown_skill"
 	// CodeSkillActive: a skill already runs in the lane.
 	CodeSkillActive = "skill_active"
+	// CodeNoSkill: choir.skill.transition or finish without a running
+	// skill (a lane offers them at every call, for a stable prompt prefix).
+	CodeNoSkill = "no_skill_running"
 )
 
 // StartToolDef is the LLM view of StartTool for the skills of reg: its

@@ -32,6 +32,9 @@ type actor struct {
 	mem     *memory.Memory
 	offered map[string]bool // what the arbiter accepts from this lane
 
+	defsOnce sync.Once
+	defs     []tool.LLMTool // the tools offered, the same at every call (prompt.go)
+
 	// Owned by the lane's goroutine.
 	life  context.Context // bounds compactions: the session, or the job
 	seen  int64           // the last revision taken from the log
@@ -55,6 +58,8 @@ func newActor(l *Lane, owner lock.Owner, j *job) *actor {
 	}
 	if l.cfg.Skills != nil && (j == nil || j.allows(arbiter.StartTool)) {
 		a.offered[arbiter.StartTool] = true
+		a.offered[skill.TransitionTool] = true
+		a.offered[skill.FinishTool] = true
 	}
 	a.mem = memory.New(memory.Config{
 		Lane:             string(owner),

@@ -52,9 +52,10 @@ func TestEdgeLayoutWithCompaction(t *testing.T) {
 	}
 }
 
-// A core job's prompt in its exact §11.3 order, over HTTP: system (core
-// instructions), SOUL-CORE.md, reference summary, event window, and the
-// CoreJobStart last; never USER.md or SOUL.md. The core's own compaction
+// A core job's prompt in its exact order, over HTTP: system (core
+// instructions), SOUL-CORE.md, reference summary, the CoreJobStart, then the
+// event window (§11.3 puts the CoreJobStart last; before the window, a job's
+// steps share their whole prefix); never USER.md or SOUL.md. The core's own compaction
 // (choir.memory.compact) runs while it works; the request after it carries
 // the summary.
 func TestCoreLayout(t *testing.T) {
@@ -75,19 +76,19 @@ func TestCoreLayout(t *testing.T) {
 	coreSrv.Expect(
 		openaitest.Chat().WantModel("test-model").Check(conversation(append(head, job)...)).
 			ReplyToolCalls(tc("c1", "choir_fs_read", `{"path":"a.txt"}`)),
-		openaitest.Chat().Check(conversation(append(head, calls("choir_fs_read"), result("c1", "alpha"), job)...)).
+		openaitest.Chat().Check(conversation(append(head, job, calls("choir_fs_read"), result("c1", "alpha"))...)).
 			ReplyToolCalls(tc("c2", "choir_fs_read", `{"path":"b.txt"}`)),
-		openaitest.Chat().Check(conversation(append(head, calls("choir_fs_read"), result("c1", "alpha"), calls("choir_fs_read"), result("c2", "beta"), job)...)).
+		openaitest.Chat().Check(conversation(append(head, job, calls("choir_fs_read"), result("c1", "alpha"), calls("choir_fs_read"), result("c2", "beta"))...)).
 			ReplyToolCalls(tc("c3", "choir_memory_compact", `{}`)),
 		// The compaction is held: this request is built before it ends;
 		// the reply waits for it.
-		openaitest.Chat().Check(conversation(append(head, calls("choir_fs_read"), result("c1", "alpha"), calls("choir_fs_read"), result("c2", "beta"),
-			calls("choir_memory_compact"), result("c3", "compaction started"), job)...)).
+		openaitest.Chat().Check(conversation(append(head, job, calls("choir_fs_read"), result("c1", "alpha"), calls("choir_fs_read"), result("c2", "beta"),
+			calls("choir_memory_compact"), result("c3", "compaction started"))...)).
 			Check(func(testing.TB, *openaitest.Request) { close(c.hold); <-compacted }).
 			ReplyToolCalls(tc("c4", "choir_fs_read", `{"path":"a.txt"}`)),
 		// c1's call was folded, so its result goes too.
-		openaitest.Chat().Check(conversation(append(head, want{role: "system", has: []string{"# Reference summary", "folded 1 events"}},
-			calls("choir_fs_read"), result("c2", "beta"), calls("choir_memory_compact"), result("c3", "compaction started"), calls("choir_fs_read"), result("c4", "alpha"), job)...)).
+		openaitest.Chat().Check(conversation(append(head, want{role: "system", has: []string{"# Reference summary", "folded 1 events"}}, job,
+			calls("choir_fs_read"), result("c2", "beta"), calls("choir_memory_compact"), result("c3", "compaction started"), calls("choir_fs_read"), result("c4", "alpha"))...)).
 			ReplyToolCalls(tc("f", "choir_core_finish", finishArgs("a says alpha, b says beta"))),
 	)
 	s.on("edge", use(SpawnTool, `{"job_name":"read","task_spec":"Read a.txt and b.txt."}`), say("Reading."))

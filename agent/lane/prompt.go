@@ -3,6 +3,7 @@ package lane
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"choir/agent/arbiter"
@@ -253,21 +254,30 @@ func pairCalls(dst []openai.Message, msgs []memory.Entry) []openai.Message {
 	return dst
 }
 
-// request builds the lane's next model call in its §11.3 layout:
+// request builds the lane's next model call, its first bytes the same at
+// every call of the session so that a provider's prefix cache serves them
+// (§21.4: keep the system prompt stable, put what changes after it):
 //
 //	edge                              core
 //	system   instructions + skills    system   core instructions + skills
 //	system   USER.md                  system   SOUL-CORE.md
 //	system   SOUL.md                  system   reference summary
-//	system   reference summary        ...      event window
-//	...      event window             user     CoreJobStart
-//	user     the current message
+//	system   reference summary        user     CoreJobStart
+//	...      event window             ...      event window
+//	user     the current message      user     [choir] state note, if any
 //	...      this turn so far
+//	user     [choir] state note, if any
 //
 // (the edge's window is the last N events before the current message;
-// the current message is pinned in it and never compacted). Empty parts are
-// left out. Tool schemas go only in the tools parameter, under wire-safe
-// names. It also sizes the fixed content for the compaction threshold.
+// the current message is pinned in it and never compacted). The state note
+// (state.go's stateNote: running core jobs, the skill's state, objective
+// and allowed tools) is the only part that changes between calls without
+// a new event; it comes last, so that it costs only itself. The core's
+// CoreJobStart comes before its window, not after it as §11.3 draws it, so
+// that a job's steps share their whole prefix. Empty parts are left out.
+// Tool schemas go only in the tools parameter, under wire-safe names, the
+// same set in the same order at every call of the lane (tools). It also
+// sizes the fixed content for the compaction threshold.
 func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, error) {
 	defs := a.tools()
 	canon := make([]string, len(defs))
@@ -287,7 +297,7 @@ func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, erro
 	}
 
 	sum, win := a.mem.View()
-	msgs := make([]openai.Message, 0, 6+len(win))
+	msgs := make([]openai.Message, 0, 7+len(win))
 	msgs = append(msgs, openai.SystemMessage(a.systemPrompt()))
 	if a.job == nil {
 		if s := strings.TrimSpace(a.l.cfg.Identity.UserMD); s != "" {
@@ -302,6 +312,9 @@ func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, erro
 	if !sum.Empty() {
 		msgs = append(msgs, openai.SystemMessage("# Reference summary\n\nWhat has left your event window; look events up by id with "+QueryTool+".\n\n"+string(sum.JSON())))
 	}
+	if a.job != nil {
+		msgs = append(msgs, openai.UserMessage(a.job.start.message()))
+	}
 	for _, m := range msgs {
 		fixed += memory.MessageTokens(m)
 	}
@@ -311,8 +324,8 @@ func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, erro
 		}
 	}
 	msgs = pairCalls(msgs, win)
-	if a.job != nil {
-		m := openai.UserMessage(a.job.start.message())
+	if note := a.stateNote(); note != "" {
+		m := openai.UserMessage(note)
 		fixed += memory.MessageTokens(m)
 		msgs = append(msgs, m)
 	}
@@ -326,48 +339,83 @@ func (a *actor) request(set Settings) (openai.ChatRequest, *openai.NameMap, erro
 	}, names, nil
 }
 
-// readOnly are the tools the edge keeps while core jobs run (design §7.2).
+// readOnly are the tools the edge may use while core jobs run (design
+// §7.2); the skill control tools have no side effect either.
 var readOnly = map[string]bool{
 	"choir.fs.read": true, "choir.fs.search": true, "choir.web.search": true, QueryTool: true,
 	SpawnTool: true, InjectTool: true, CancelTool: true, ListTool: true,
+	skill.TransitionTool: true, skill.FinishTool: true,
 }
 
-// tools are the tools offered now: the lane's tools (for the edge while
-// cores run, the read-only ones) and the skill start tool, or, while a
-// skill runs, its state's tools and its control tools.
+// tools are the tools offered to the lane: the same set, in the registry's
+// (sorted) order, at every call, so that the tools parameter, which
+// providers put at the very start of a prompt, never breaks the cached
+// prefix. The lane's tools come first, then, when it can start skills, the
+// three skill control tools. What the moment does not allow (a side effect
+// while cores run, a tool outside the skill state's allowed_tools, a
+// transition without a running skill) is refused with a structured error
+// that says what is allowed (§10.2's constraint handling), and the state
+// note lists it beforehand.
 func (a *actor) tools() []tool.LLMTool {
-	reg := a.l.cfg.Tools
-	if run := a.skill(); run != nil {
-		defs := reg.LLMTools(tool.All(a.filter(), tool.Among(run.AllowedTools())))
-		for _, d := range run.Tools() {
-			defs = append(defs, tool.LLMTool(d))
+	a.defsOnce.Do(func() {
+		defs := a.l.cfg.Tools.LLMTools(a.filter())
+		if a.offered[arbiter.StartTool] {
+			defs = append(defs, tool.LLMTool(arbiter.StartToolDef(a.l.cfg.Skills)))
+			for _, d := range controlDefs(a.l.cfg.Skills) {
+				defs = append(defs, tool.LLMTool(d))
+			}
 		}
-		return defs
-	}
-	busy := a.job == nil && a.l.coresRunning() > 0
-	keep := a.filter()
-	if busy {
-		keep = tool.All(keep, func(t tool.Tool) bool { return readOnly[t.Name()] })
-	}
-	defs := reg.LLMTools(keep)
-	if a.offered[arbiter.StartTool] && !busy {
-		defs = append(defs, tool.LLMTool(arbiter.StartToolDef(a.l.cfg.Skills)))
-	}
-	return defs
+		a.defs = defs
+	})
+	return a.defs
 }
 
-// systemPrompt is the lane's instructions, the skills it can start and, while
-// one runs, where it stands: the only part of a skill the model sees. The
-// edge's also says which core jobs run.
+// controlDefs are choir.skill.transition and choir.skill.finish in a form
+// that does not depend on the running skill's state: transition's "on" is
+// an enum of every event of every skill (the arbiter checks it against the
+// current state), finish's output is any JSON (the arbiter checks it
+// against the skill's output_schema).
+func controlDefs(reg *skill.Registry) []skill.ToolDef {
+	var events []string
+	for _, n := range reg.Names() {
+		spec, _ := reg.Lookup(n)
+		for _, st := range spec.States {
+			for _, tr := range st.Transitions {
+				events = append(events, tr.On)
+			}
+		}
+	}
+	slices.Sort(events)
+	events = slices.Compact(events)
+	on := map[string]any{"type": "string", "description": "One of the events the running skill's current state lists."}
+	if len(events) > 0 {
+		on["enum"] = events
+	}
+	tr, _ := json.Marshal(map[string]any{
+		"type": "object", "properties": map[string]any{"on": on},
+		"required": []string{"on"}, "additionalProperties": false,
+	})
+	fin, _ := json.Marshal(map[string]any{
+		"type": "object", "properties": map[string]any{"output": map[string]any{"description": "The skill's output, matching its output schema."}},
+		"required": []string{"output"}, "additionalProperties": false,
+	})
+	return []skill.ToolDef{
+		{Name: skill.TransitionTool, Parameters: tr,
+			Description: "Leave the current state of the running skill once its objective is met, by naming one of the events the state lists. Only valid while a skill runs."},
+		{Name: skill.FinishTool, Parameters: fin,
+			Description: "Finish the running skill with its output, in a terminal state. Only valid while a skill runs."},
+	}
+}
+
+// systemPrompt is the lane's first message, the same at every call of the
+// session: its instructions and the skills it can start. Nothing here may
+// depend on the moment (running jobs, the skill's state: stateNote).
 func (a *actor) systemPrompt() string {
 	var b strings.Builder
 	if a.job == nil {
 		b.WriteString(a.l.cfg.Instructions)
 		if a.offered[SpawnTool] {
 			b.WriteString("\n\n" + coreGuide)
-			if running := a.l.runningNames(); len(running) > 0 {
-				fmt.Fprintf(&b, "\n\nCore jobs running now: %s.", strings.Join(running, ", "))
-			}
 		}
 	} else {
 		b.WriteString(a.l.cfg.CoreInstructions)
@@ -379,15 +427,58 @@ func (a *actor) systemPrompt() string {
 				spec, _ := a.l.cfg.Skills.Lookup(n)
 				fmt.Fprintf(&b, "\n- %s: %s", n, spec.Description)
 			}
+			fmt.Fprintf(&b, "\nWhile a skill runs, the latest [choir] note gives its state, objective and allowed tools.")
 		}
 	}
-	if run := a.skill(); run != nil {
-		fmt.Fprintf(&b, "\n\nThe skill %s is running, in the state %s.\nObjective: %s", run.Skill(), run.State(), run.Objective())
+	return b.String()
+}
+
+// stateNote is what the lane's situation is now, for the last message of
+// the request: the core jobs running (edge) and the running skill's state,
+// objective, allowed tools and transitions. "" when there is nothing to
+// say. It is rebuilt at every call and never committed.
+func (a *actor) stateNote() string {
+	var parts []string
+	if a.job == nil && a.offered[SpawnTool] {
+		if running := a.l.runningNames(); len(running) > 0 {
+			parts = append(parts, fmt.Sprintf("Core jobs running now: %s. Until they end you may use only read-only tools (%s) and the core job tools.",
+				strings.Join(running, ", "), strings.Join(readOnlyOffered(a), ", ")))
+		}
+	}
+	if run := a.skill(); run != nil && !run.Ended() {
+		var b strings.Builder
+		fmt.Fprintf(&b, "The skill %s is running, in the state %s.\nObjective: %s", run.Skill(), run.State(), run.Objective())
+		allowed := run.AllowedTools()
+		if len(allowed) == 0 {
+			b.WriteString("\nNo tools are allowed in this state besides the skill's own.")
+		} else {
+			fmt.Fprintf(&b, "\nTools allowed in this state: %s.", strings.Join(allowed, ", "))
+		}
 		if tr := run.Transitions(); len(tr) > 0 {
 			fmt.Fprintf(&b, "\nWhen the objective is met, call %s with one of: %s.", skill.TransitionTool, strings.Join(tr, ", "))
 		} else {
 			fmt.Fprintf(&b, "\nFinish the skill with %s and its output.", skill.FinishTool)
 		}
+		parts = append(parts, b.String())
 	}
-	return b.String()
+	if len(parts) == 0 {
+		return ""
+	}
+	return "[choir] Now: " + strings.Join(parts, "\n\n")
+}
+
+// readOnlyOffered are the read-only tools of the edge's set, besides the
+// core job tools, in the offered order.
+func readOnlyOffered(a *actor) []string {
+	var out []string
+	for _, d := range a.tools() {
+		switch d.Name {
+		case SpawnTool, InjectTool, CancelTool, ListTool, skill.TransitionTool, skill.FinishTool:
+			continue
+		}
+		if readOnly[d.Name] {
+			out = append(out, d.Name)
+		}
+	}
+	return out
 }

@@ -16,7 +16,7 @@ import (
 
 // script is an in-process model for tests with several lanes at once: each
 // request goes to the queue of its lane ("edge", or the core job's name,
-// read from the CoreJobStart that ends every core prompt), whose next
+// read from the CoreJobStart that opens every core prompt's conversation), whose next
 // answer is taken in order. An answer may block (on a channel, or until
 // the call's context ends) to hold a lane at a point of the test.
 type script struct {
@@ -51,15 +51,21 @@ func (s *script) requests(lane string) []openai.ChatRequest {
 	return append([]openai.ChatRequest(nil), s.reqs[lane]...)
 }
 
-// laneOf names the lane of a request.
+// laneOf names the lane of a request: a core job's by the CoreJobStart
+// that follows its system messages.
 func laneOf(req openai.ChatRequest) string {
-	last := req.Messages[len(req.Messages)-1]
-	if rest, ok := strings.CutPrefix(last.Content, "# CoreJobStart\n\n"); ok && last.Role == openai.RoleUser {
-		var s CoreJobStart
-		dec := json.NewDecoder(strings.NewReader(rest))
-		if dec.Decode(&s) == nil {
-			return s.JobName
+	for _, m := range req.Messages {
+		if m.Role == openai.RoleSystem {
+			continue
 		}
+		if rest, ok := strings.CutPrefix(m.Content, "# CoreJobStart\n\n"); ok && m.Role == openai.RoleUser {
+			var s CoreJobStart
+			dec := json.NewDecoder(strings.NewReader(rest))
+			if dec.Decode(&s) == nil {
+				return s.JobName
+			}
+		}
+		break
 	}
 	return "edge"
 }

@@ -10,7 +10,9 @@ import (
 	"choir/testkit/openaitest"
 )
 
-var withStart = append(slices.Clone(edgeTools), "choir_skill_start")
+// withStart is what a lane that can start skills is offered at every call,
+// whatever the skill's state: its tools, then the three control tools.
+var withStart = append(slices.Clone(edgeTools), "choir_skill_start", "choir_skill_transition", "choir_skill_finish")
 
 // systemHas checks that the system prompt holds each part.
 func systemHas(parts ...string) func(testing.TB, *openaitest.Request) {
@@ -20,6 +22,25 @@ func systemHas(parts ...string) func(testing.TB, *openaitest.Request) {
 		for _, p := range parts {
 			if !strings.Contains(sys, p) {
 				t.Errorf("request %d: system prompt lacks %q:\n%s", req.Number, p, sys)
+			}
+		}
+	}
+}
+
+// noteHas checks that the request ends with the state note holding each
+// part: where the model reads the skill's state now.
+func noteHas(parts ...string) func(testing.TB, *openaitest.Request) {
+	return func(t testing.TB, req *openaitest.Request) {
+		t.Helper()
+		ms := req.Messages()
+		last := ms[len(ms)-1]
+		if last.Role != "user" || !strings.HasPrefix(last.Content, "[choir] Now: ") {
+			t.Errorf("request %d: last message = %+v; want the state note", req.Number, last)
+			return
+		}
+		for _, p := range parts {
+			if !strings.Contains(last.Content, p) {
+				t.Errorf("request %d: state note lacks %q:\n%s", req.Number, p, last.Content)
 			}
 		}
 	}
@@ -36,8 +57,9 @@ func transitions(e *env) []string {
 	return out
 }
 
-// A skill run through all its states: each step offers only the state's
-// tools and the control tool, with the state's objective in the prompt.
+// A skill run through all its states: each step names the state's
+// objective, allowed tools and transitions in the state note that ends the
+// request, while the system prompt and the tools offered stay the same.
 func TestSkillRunsThroughItsStates(t *testing.T) {
 	e := newEnv(t, envOptions{skills: true})
 	e.write("a.txt", "some text\n")
@@ -45,26 +67,37 @@ func TestSkillRunsThroughItsStates(t *testing.T) {
 		openaitest.Chat().WantTools(withStart...).
 			Check(systemHas("Skills you can start with choir.skill.start:", "- review: Read a file, then write a review of it.", "- short: ")).
 			ReplyToolCalls(tc("s1", "choir_skill_start", `{"skill":"review"}`)),
-		openaitest.Chat().WantTools("choir_fs_read", "choir_skill_transition").
-			Check(systemHas("The skill review is running, in the state read.", "Objective: Read the file under review.", "choir.skill.transition with one of: complete.")).
+		openaitest.Chat().WantTools(withStart...).
+			Check(noteHas("The skill review is running, in the state read.", "Objective: Read the file under review.",
+				"Tools allowed in this state: choir.fs.read.", "choir.skill.transition with one of: complete.")).
 			ReplyToolCalls(tc("r1", "choir_fs_read", `{"path":"a.txt"}`)),
-		openaitest.Chat().WantTools("choir_fs_read", "choir_skill_transition").
+		openaitest.Chat().WantTools(withStart...).
 			ReplyToolCalls(tc("t1", "choir_skill_transition", `{"on":"complete"}`)),
-		openaitest.Chat().WantTools("choir_fs_write", "choir_skill_transition").
-			Check(systemHas("in the state write.", "Objective: Write the review to review.txt.", "one of: done, reread.")).
+		openaitest.Chat().WantTools(withStart...).
+			Check(noteHas("in the state write.", "Objective: Write the review to review.txt.", "Tools allowed in this state: choir.fs.write.", "one of: done, reread.")).
 			ReplyToolCalls(tc("w1", "choir_fs_write", `{"path":"review.txt","op":"create","content":"Fine text.\n"}`)),
-		openaitest.Chat().WantTools("choir_fs_write", "choir_skill_transition").
+		openaitest.Chat().WantTools(withStart...).
 			ReplyToolCalls(tc("t2", "choir_skill_transition", `{"on":"done"}`)),
 		openaitest.Chat().WantTools(withStart...).
 			Check(func(t testing.TB, req *openaitest.Request) {
-				if strings.Contains(req.Messages()[0].Content, "is running") {
-					t.Errorf("system prompt after the skill ended still shows it")
+				for _, m := range req.Messages() {
+					if strings.HasPrefix(m.Content, "[choir] Now: ") {
+						t.Errorf("the request after the skill ended still has a state note: %q", m.Content)
+					}
 				}
 			}).
 			ReplyText("Reviewed: see review.txt."),
 	)
 	if got := e.handle("Review a.txt please."); got != "Reviewed: see review.txt." {
 		t.Errorf("reply = %q", got)
+	}
+	// The first message is the same at every call: a provider's prefix
+	// cache serves it whatever the skill's state.
+	reqs := e.model.Requests()
+	for _, r := range reqs[1:] {
+		if r.Messages()[0].Content != reqs[0].Messages()[0].Content {
+			t.Errorf("request %d: the system message changed:\n%q\nwant\n%q", r.Number, r.Messages()[0].Content, reqs[0].Messages()[0].Content)
+		}
 	}
 	if got := e.read("review.txt"); got != "Fine text.\n" {
 		t.Errorf("review.txt = %q", got)
@@ -96,7 +129,7 @@ func TestSkillViolations(t *testing.T) {
 	e.model.Expect(
 		openaitest.Chat().ReplyToolCalls(tc("s1", "choir_skill_start", `{"skill":"review"}`)),
 		openaitest.Chat().ReplyToolCalls(tc("v1", "choir_fs_write", `{"path":"x","op":"create","content":""}`)),
-		openaitest.Chat().WantTools("choir_fs_read", "choir_skill_transition").
+		openaitest.Chat().WantTools(withStart...).
 			ReplyToolCalls(tc("v2", "choir_skill_transition", `{"on":"done"}`)),
 		openaitest.Chat().ReplyToolCalls(tc("v3", "choir_skill_start", `{"skill":"short"}`)),
 		openaitest.Chat().WantTools(withStart...).ReplyText("I could not follow the skill."),
@@ -136,7 +169,7 @@ func TestSkillMaxSteps(t *testing.T) {
 	e := newEnv(t, envOptions{skills: true})
 	e.write("a.txt", "x\n")
 	read := func(id string) *openaitest.Step {
-		return openaitest.Chat().WantTools("choir_fs_read", "choir_skill_transition").
+		return openaitest.Chat().WantTools(withStart...).
 			ReplyToolCalls(tc(id, "choir_fs_read", `{"path":"a.txt"}`))
 	}
 	e.model.Expect(

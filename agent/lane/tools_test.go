@@ -104,7 +104,7 @@ func TestFinishChecksOutputSchema(t *testing.T) {
 			}
 		}, use(FinishTool, `{"summary":"no result"}`)),
 		check(func(req openai.ChatRequest) {
-			last := req.Messages[len(req.Messages)-2] // before the CoreJobStart
+			last := req.Messages[len(req.Messages)-1]
 			if last.Role != openai.RoleTool || !strings.Contains(last.Content, CodeInvalidResult) || !strings.Contains(last.Content, "/result") {
 				t.Errorf("finish without a result = %+v", last)
 			}
