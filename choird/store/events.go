@@ -124,8 +124,14 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 			return fmt.Errorf("%s: %w", status, ErrSessionEnded)
 		}
 		if len(events) > 0 {
+			before := out.Head.Rev
 			if err := s.appendFresh(ctx, tx, sessionID, &out.Head, events); err != nil {
 				return err
+			}
+			if out.Head.Rev > before && hasCalls(events) { // the usage ledger (ledger.go)
+				if err := s.recordCalls(ctx, tx, sessionID, before); err != nil {
+					return err
+				}
 			}
 		}
 		if len(b.Snapshot) > 0 && b.SnapshotRev > out.SnapshotRev && b.SnapshotRev <= out.Head.Rev {

@@ -126,6 +126,49 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.agent_images (
     PRIMARY KEY (image_id, tag)
 );
 CREATE INDEX IF NOT EXISTS agent_images_tag ON {{.Control}}.agent_images (tag, recorded_at DESC);
+
+-- llm_usage: the usage ledger (issue 23), one row per model call attempt,
+-- written from the ModelCall events of a heartbeat's batch in its
+-- transaction (rev set), or from a SPEND settle when the record could not
+-- be committed to the log (rev NULL). (session_id, call_id) makes a resend
+-- count once. choird's own calls (embeddings) have session_id ''.
+CREATE TABLE IF NOT EXISTS {{.Control}}.llm_usage (
+    session_id        text NOT NULL,
+    call_id           text NOT NULL,
+    agent_id          text NOT NULL,
+    rev               bigint,
+    at                timestamptz NOT NULL,
+    lane              text NOT NULL DEFAULT '',
+    job               text NOT NULL DEFAULT '',
+    purpose           text NOT NULL DEFAULT '',
+    model             text NOT NULL DEFAULT '',
+    provider_model    text NOT NULL DEFAULT '',
+    attempt           int NOT NULL DEFAULT 0,
+    prompt_tokens     bigint NOT NULL DEFAULT 0,
+    completion_tokens bigint NOT NULL DEFAULT 0,
+    cached_tokens     bigint NOT NULL DEFAULT 0,
+    cost              double precision NOT NULL DEFAULT 0,
+    cost_source       text NOT NULL DEFAULT 'none',
+    currency          text NOT NULL DEFAULT '',
+    latency_ms        bigint NOT NULL DEFAULT 0,
+    outcome           text NOT NULL DEFAULT '',
+    estimated         boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (session_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS llm_usage_at ON {{.Control}}.llm_usage (at);
+CREATE INDEX IF NOT EXISTS llm_usage_call ON {{.Control}}.llm_usage (call_id);
+
+-- usage_allowances: one-off raises of an agent's caps (choirctl usage
+-- allow), in the installation's currency or in tokens, until a time.
+CREATE TABLE IF NOT EXISTS {{.Control}}.usage_allowances (
+    id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    agent_id   text NOT NULL,
+    amount     double precision NOT NULL,
+    unit       text NOT NULL, -- 'currency' or 'tokens'
+    until      timestamptz NOT NULL,
+    granted_by text NOT NULL,
+    granted_at timestamptz NOT NULL DEFAULT now()
+);
 {{end}}
 
 {{define "agent"}}
