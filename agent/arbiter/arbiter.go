@@ -47,6 +47,9 @@ type Config struct {
 	// Now is the clock events are stamped with and tool calls timed by
 	// (lock waits, durations); nil is time.Now.
 	Now func() time.Time
+	// Loops are the loop breaker's limits of the moment (loop.go); nil
+	// or zero fields use the defaults.
+	Loops func() LoopLimits
 	// Log receives the tool call traces (§22.1): proposal, lock
 	// acquisition and release, result; nil discards them. It should carry
 	// the session id; each record names its lane.
@@ -98,6 +101,10 @@ type Outcome struct {
 	// Started is the skill run a choir.skill.start call began; the lane
 	// passes it as Proposal.Skill from now on.
 	Started *skill.Run
+	// Halt, when set, is why the loop breaker stopped the lane (the
+	// output is a loop_halted error): the lane ends its turn or job and
+	// says so.
+	Halt string
 }
 
 // Arbiter owns the commit log of one session. Create it with New, run it
@@ -117,6 +124,7 @@ type Arbiter struct {
 	inflight map[string]*invocation
 	results  map[string]Outcome
 	owners   map[lock.Owner]*ownerQueue
+	loops    map[lock.Owner]*loopState
 }
 
 // New returns an arbiter for cfg. Nothing is served until Run.
@@ -141,6 +149,7 @@ func New(cfg Config) *Arbiter {
 		inflight: map[string]*invocation{},
 		results:  map[string]Outcome{},
 		owners:   map[lock.Owner]*ownerQueue{},
+		loops:    map[lock.Owner]*loopState{},
 	}
 	if a.locks == nil {
 		a.locks = new(lock.Manager)
@@ -164,6 +173,7 @@ func (a *Arbiter) Run(ctx context.Context) error {
 			a.propose(inv)
 		case r := <-a.records:
 			e := a.log.append(r.lane, r.typ, r.payload)
+			a.loopRecorded(r.owner, r.typ)
 			r.reply <- e
 		case rep := <-a.reports:
 			a.report(rep)
@@ -197,6 +207,7 @@ func (a *Arbiter) Submit(ctx context.Context, p Proposal) (Outcome, error) {
 
 // recordReq asks the Run goroutine to append one event.
 type recordReq struct {
+	owner     lock.Owner
 	lane, typ string
 	payload   []byte
 	reply     chan rpc.Event
@@ -225,7 +236,7 @@ func (a *Arbiter) Record(ctx context.Context, lane lock.Owner, typ string, paylo
 		return rpc.Event{}, fmt.Errorf("record %s: payload: %w", typ, err)
 	}
 	l, _ := laneOf(lane)
-	r := &recordReq{lane: l, typ: typ, payload: raw, reply: make(chan rpc.Event, 1)}
+	r := &recordReq{owner: lane, lane: l, typ: typ, payload: raw, reply: make(chan rpc.Event, 1)}
 	select {
 	case a.records <- r:
 	case <-a.stopped:

@@ -62,7 +62,8 @@ func TestRefusedProposals(t *testing.T) {
 		ran++
 		return tool.Success("ran", nil), nil
 	}}
-	h := newHarness(t, Config{}, hidden)
+	// Nine refusals in a row: the loop breaker (loop_test.go) stays out.
+	h := newHarness(t, Config{Loops: func() LoopLimits { return LoopLimits{Repeats: 100} }}, hidden)
 	allow := func(name string) bool { return name != "test.hidden" }
 	tests := []struct {
 		name, tool, input, code string

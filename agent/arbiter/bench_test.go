@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -22,7 +23,10 @@ func benchArbiter(b *testing.B) *Arbiter {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a := New(Config{Tools: reg, Workspace: b.TempDir()})
+	// The same call again and again: the loop breaker counts (its cost is
+	// measured) but never trips.
+	unbounded := func() LoopLimits { return LoopLimits{Repeats: math.MaxInt, StaleSteps: math.MaxInt} }
+	a := New(Config{Tools: reg, Workspace: b.TempDir(), Loops: unbounded})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); a.Run(ctx) }()

@@ -37,6 +37,8 @@ type invocation struct {
 	waiters  []chan result // duplicate submissions waiting for the same outcome
 	proposed time.Time     // when start took it, on Config.Now
 
+	loop bool // the loop breaker answered it (loop.go)
+
 	// Set by the worker before it reports (the report orders them).
 	lockWait, ran time.Duration
 }
@@ -184,6 +186,11 @@ func (a *Arbiter) start(inv *invocation) {
 	a.log.append(inv.lane, ToolCallRequested, inv.requested)
 	inv.proposed = a.cfg.Now()
 
+	if out, done := a.loopCheck(inv); done {
+		inv.loop = true
+		a.finish(inv, out)
+		return
+	}
 	if out, done := a.check(inv); done {
 		a.finish(inv, out)
 		return
@@ -386,6 +393,9 @@ func (a *Arbiter) finishWith(inv *invocation, out Outcome, payload []byte) {
 		payload = inv.resultPayload(out)
 	}
 	out.Rev = a.log.append(inv.lane, ToolResultCommitted, payload).Rev
+	if !inv.loop {
+		a.loopResult(inv, out)
+	}
 	released := 0
 	if inv.held != nil {
 		released = len(inv.locks)

@@ -133,7 +133,11 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
-		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log})
+		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log,
+		Loops: func() arbiter.LoopLimits { // hot-reloadable; zero (an older choird) means the defaults
+			lb := rt.dynamic().Tunables.LoopBreaker
+			return arbiter.LoopLimits{Repeats: lb.Repeats, StaleSteps: lb.StaleSteps}
+		}})
 	dyn := rt.dynamic()
 	ln, err := lane.New(lane.Config{
 		SessionID: rt.sess.ID().SessionID,

@@ -43,6 +43,7 @@ type actor struct {
 
 	mu     sync.Mutex
 	active *skill.Run // the running skill, or nil
+	halt   string     // why the loop breaker stopped the turn or job, or ""
 	steps  int        // model calls of the current turn (edge) or job
 
 	meter meter // the lane's model calls (telemetry.go)
@@ -304,6 +305,11 @@ func (a *actor) propose(ctx context.Context, id string, tc openai.ToolCall, name
 	})
 	if err != nil {
 		return err
+	}
+	if out.Halt != "" {
+		a.mu.Lock()
+		a.halt = out.Halt
+		a.mu.Unlock()
 	}
 	if out.Started != nil {
 		out.Started.SetRetryBudget(a.l.cfg.Budgets.PerStepSkillRetries)

@@ -196,6 +196,9 @@ func (j *job) work() error {
 			if err != nil {
 				return cause(ctx, err)
 			}
+			if why := a.takeHalt(); why != "" {
+				return &loopError{why}
+			}
 			if j.result() != nil {
 				return nil
 			}
@@ -284,6 +287,11 @@ type resultError struct{ msg string }
 
 func (e *resultError) Error() string { return e.msg }
 
+// loopError is the loop breaker's stop (arbiter/loop.go).
+type loopError struct{ why string }
+
+func (e *loopError) Error() string { return "the loop breaker stopped the job: " + e.why }
+
 // modelError is a failed model call, which terminates a job (§7.7).
 type modelError struct{ err error }
 
@@ -345,6 +353,8 @@ func classify(err error) (JobError, string) {
 	switch {
 	case errors.As(err, &be):
 		return JobError{Code: CodeBudgetExceeded, Message: be.Error()}, "BudgetExceeded"
+	case errors.As(err, new(*loopError)):
+		return JobError{Code: arbiter.CodeLoopHalted, Message: err.Error()}, "Error"
 	case errors.As(err, new(*resultError)):
 		return JobError{Code: CodeInvalidResult, Message: err.Error()}, "Error"
 	case errors.Is(err, errCancelled):

@@ -17,6 +17,7 @@ import (
 // reply (§7.7).
 func (l *Lane) cycle(ctx context.Context, it item) error {
 	a := l.edge
+	a.takeHalt()
 	l.sm.to(EdgeContextReady, "UserMessage")
 	l.mu.Lock()
 	l.turnCores = nil
@@ -124,10 +125,26 @@ func (l *Lane) reason(ctx context.Context) (text string, failed bool, err error)
 			if err != nil {
 				return "", false, err
 			}
+			if why := a.takeHalt(); why != "" {
+				// The loop breaker stopped the turn; the calls left are
+				// answered as cut short (pairCalls).
+				text = "I stopped this turn: " + why + ". Tell me how to go on, or ask me differently."
+				l.sm.to(EdgeFinalizing, "Finish")
+				return text, true, a.fail(ctx, "", arbiter.CodeLoopHalted, text)
+			}
 		}
 		a.sync()
 		a.maybeCompact()
 	}
+}
+
+// takeHalt returns and clears why the loop breaker stopped the lane.
+func (a *actor) takeHalt() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	why := a.halt
+	a.halt = ""
+	return why
 }
 
 // edgeTool runs one of the edge's tool calls, or refuses it: a tool with

@@ -20,6 +20,7 @@ type Tunables struct {
 	CompactionThresholdPercent int             `json:"compaction_threshold_percent"`
 	Budgets                    Budgets         `json:"budgets"`
 	Container                  ContainerLimits `json:"container"`
+	LoopBreaker                LoopBreaker     `json:"loop_breaker"`
 
 	// A working-memory snapshot (§13.4) rides the heartbeat every
 	// SnapshotEveryRevs committed revisions, or after SnapshotIntervalMS
@@ -34,6 +35,16 @@ type ContainerLimits struct {
 	CPUs     float64 `json:"cpus"`
 	MemoryMB int     `json:"memory_mb"`
 	Pids     int     `json:"pids"`
+}
+
+// LoopBreaker stops a lane that goes round in circles (agent/arbiter's
+// loop.go): Repeats identical tool calls (or unusable ones) in a row, or
+// StaleSteps model steps in a row without a new tool result, get the call
+// refused with loop_detected; the next repeat ends the turn or the job,
+// reported to the DM.
+type LoopBreaker struct {
+	Repeats    int `json:"repeats"`
+	StaleSteps int `json:"stale_steps"`
 }
 
 // Budgets bound a session and each core job (§7.6). Injection never resets them.
@@ -101,7 +112,8 @@ func DefaultTunables() Tunables {
 			ToolCallTimeoutMS:      120000,
 			LLMCallTimeoutMS:       120000,
 		},
-		Container: ContainerLimits{CPUs: 2, MemoryMB: 2048, Pids: 512},
+		Container:   ContainerLimits{CPUs: 2, MemoryMB: 2048, Pids: 512},
+		LoopBreaker: LoopBreaker{Repeats: 3, StaleSteps: 6},
 	}
 }
 

@@ -477,6 +477,14 @@ func (v *validator) tunables() {
 	}
 	v.atLeast("container.memory_mb", t.Container.MemoryMB, 64, " MiB")
 	v.atLeast("container.pids", t.Container.Pids, 32, " processes")
+	if lb := t.LoopBreaker; lb.Repeats < 2 || lb.Repeats > 100 {
+		v.add("loop_breaker.repeats", strconv.Itoa(lb.Repeats),
+			"want 2 to 100: how many identical (or unusable) tool calls in a row the loop breaker lets a lane make before it refuses one (the default is %d)", DefaultTunables().LoopBreaker.Repeats)
+	}
+	if lb := t.LoopBreaker; lb.StaleSteps < 2 || lb.StaleSteps > 1000 {
+		v.add("loop_breaker.stale_steps", strconv.Itoa(lb.StaleSteps),
+			"want 2 to 1000: how many model steps in a row without a new tool result the loop breaker allows (the default is %d)", DefaultTunables().LoopBreaker.StaleSteps)
+	}
 	b := t.Budgets
 	for _, f := range []struct {
 		name string
