@@ -82,7 +82,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer stopMemory()
 	agentsMgr.SessionClosed = mem.SessionEnded
-	rpcServer := rpc.NewServer(countedHandler{agentsMgr.Handler()}, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
+	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: countedHandler{agentsMgr.Handler()}, ledger: spend, agents: agentsMgr},
+		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
 	agentsMgr.Images = imageStore{st}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"choir/choird/control"
+	"choir/choird/ledger"
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/rpc"
+)
+
+// spendPlane serves SPEND (choird/ledger) beside the lifecycle's handler
+// of the other verbs.
+type spendPlane struct {
+	rpc.ControlPlaneHandler
+	ledger *ledger.Ledger
+	agents *lifecycle.Manager
+
+	mu      sync.Mutex
+	agentOf map[string]string // session → agent, learnt once
+}
+
+var _ rpc.SpendHandler = (*spendPlane)(nil)
+
+// newLedger builds the spend room on the running config and the store.
+func newLedger(plane *control.Plane, st *store.Store, agents *lifecycle.Manager, log *slog.Logger) *ledger.Ledger {
+	l := &ledger.Ledger{Store: st, Log: log, Config: func() *config.Config { return plane.Config().Config }}
+	l.Notify = func(agentID, text string) { spendNotice(plane, agents, agentID, text, log) }
+	return l
+}
+
+// spendNotice tells the agent's bound DM and every admin DM.
+func spendNotice(plane *control.Plane, agents *lifecycle.Manager, agentID, text string, log *slog.Logger) {
+	if agents.Outbox == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sent := map[string]bool{}
+	send := func(id, dm string) {
+		if dm == "" || sent[dm] {
+			return
+		}
+		sent[dm] = true
+		if err := agents.Outbox.Deliver(ctx, id, dm, rpc.DMSend{Kind: rpc.DMNotice, Text: text}); err != nil {
+			log.Warn("spend notice not delivered", "dm", dm, "error", err.Error())
+		}
+	}
+	if st, err := agents.Status(agentID); err == nil && st.Bindings != nil {
+		send(agentID, st.Bindings.DM)
+	}
+	c := plane.Config().Config
+	for _, name := range config.SortedNames(c.DMs) {
+		if !c.DMs[name].Admin {
+			continue
+		}
+		id := agentID
+		if bound, ok := agents.AgentForDM(name); ok {
+			id = bound
+		}
+		send(id, name)
+	}
+}
+
+func (p *spendPlane) HandleSpend(ctx context.Context, req rpc.SpendReq) (rpc.SpendResp, error) {
+	call, _ := rpc.CallFrom(ctx)
+	agentID, ok := p.agent(call.SessionID)
+	if !ok {
+		return rpc.SpendResp{}, rpc.Errorf(http.StatusConflict, rpc.CodeFailedPrecondition, "session %s is not running", call.SessionID)
+	}
+	switch req.Op {
+	case rpc.SpendReserve:
+		resp, err := p.ledger.Reserve(ctx, agentID, call.SessionID, req)
+		if err != nil {
+			return resp, rpc.Errorf(http.StatusServiceUnavailable, rpc.CodeUnavailable, "%v", err)
+		}
+		return resp, nil
+	default:
+		if err := p.ledger.Settle(ctx, agentID, call.SessionID, req); err != nil {
+			return rpc.SpendResp{}, rpc.Errorf(http.StatusServiceUnavailable, rpc.CodeUnavailable, "%v", err)
+		}
+		return rpc.SpendResp{Allowed: true}, nil
+	}
+}
+
+// agent names the agent of a running session.
+func (p *spendPlane) agent(sessionID string) (string, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id, ok := p.agentOf[sessionID]; ok {
+		return id, true
+	}
+	for _, st := range p.agents.List() {
+		if st.SessionID == sessionID && sessionID != "" {
+			if p.agentOf == nil {
+				p.agentOf = map[string]string{}
+			}
+			p.agentOf[sessionID] = st.AgentID
+			return st.AgentID, true
+		}
+	}
+	return "", false
+}
