@@ -1,6 +1,6 @@
 package main
 
-// choirctl agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]
+// choirctl agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --core-llm= --summary-llm= --voice-profile= --git-identity= --notion= --email=]
 //
 // Starts the agent's container and returns once the agent has said hello.
 // The agent's last session resumes where choird last saved it (§13.2),
@@ -17,12 +17,14 @@ import (
 )
 
 func agentStart(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "agent start", "agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --voice-profile= --git-identity= --notion= --email=]")
+	fs := newFlags(e, "agent start", "agent start <agent-id> --dm=<name> [--fresh] [--workspace= --llm= --core-llm= --summary-llm= --voice-profile= --git-identity= --notion= --email=]")
 	var req ctl.StartRequest
 	fs.BoolVar(&req.Fresh, "fresh", false, "start a new session instead of resuming the agent's last one")
 	fs.StringVar(&req.DM, "dm", "", "the DM to bind (required)")
 	fs.StringVar(&req.Workspace, "workspace", "", "override the default workspace")
 	fs.StringVar(&req.LLM, "llm", "", "override the default model")
+	fs.StringVar(&req.CoreLLM, "core-llm", "", "override the core jobs' model (defaults.core_llm)")
+	fs.StringVar(&req.SummaryLLM, "summary-llm", "", "override the session summary's and compaction's model (defaults.summary_llm)")
 	fs.StringVar(&req.VoiceProfile, "voice-profile", "", "override the default voice profile")
 	fs.StringVar(&req.GitIdentity, "git-identity", "", "override the default git identity")
 	fs.StringVar(&req.Notion, "notion", "", "override the default Notion integration")

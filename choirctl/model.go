@@ -2,13 +2,15 @@ package main
 
 // choirctl model list
 // choirctl model get <agent-id>
-// choirctl model set <agent-id> --llm=<name>
+// choirctl model set <agent-id> [--llm=<name>] [--core-llm=<name>] [--summary-llm=<name>]
 // choirctl voice list
 // choirctl voice get <agent-id>
 // choirctl voice set <agent-id> <name>
 //
 // Model and voice changes take effect at the agent's next LLM call or TTS
-// call and last until it restarts (§17.1).
+// call and last until it restarts (§17.1). An agent has three model roles:
+// llm (the edge), core_llm (core jobs) and summary_llm (the session summary
+// and compaction); a role without a model of its own uses llm's.
 
 import (
 	"context"
@@ -21,8 +23,8 @@ import (
 // modelCommands are the subcommands of `choirctl model`.
 var modelCommands = []command{
 	{name: "list", summary: "the configured models and TTS providers", run: func(ctx context.Context, e *env, args []string) error { return catalog(ctx, e, args, false) }},
-	{name: "get", args: "<agent-id>", summary: "the model an agent uses now", run: func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, false) }},
-	{name: "set", args: "<agent-id> --llm=<name>", summary: "switch an agent's model until it restarts", run: modelSet},
+	{name: "get", args: "<agent-id> [--json]", summary: "the models an agent uses now, per role", run: func(ctx context.Context, e *env, args []string) error { return modelGet(ctx, e, args, false) }},
+	{name: "set", args: "<agent-id> [--llm=<name>] [--core-llm=<name>] [--summary-llm=<name>]", summary: "switch an agent's model of a role until it restarts", run: modelSet},
 }
 
 // voiceCommands are the subcommands of `choirctl voice`.
@@ -71,6 +73,7 @@ func modelGet(ctx context.Context, e *env, args []string, voice bool) error {
 		group = "voice"
 	}
 	fs := newFlags(e, group+" get", group+" get <agent-id>")
+	asJSON := fs.Bool("json", false, "print the choice as JSON")
 	id, err := oneArg(fs, args, "agent id")
 	if err != nil {
 		return err
@@ -81,25 +84,46 @@ func modelGet(ctx context.Context, e *env, args []string, voice bool) error {
 	if err != nil {
 		return err
 	}
-	if voice {
+	switch {
+	case *asJSON:
+		return printJSON(e, m)
+	case voice:
 		fmt.Fprintf(e.stdout, "%s\n", dash(m.VoiceProfile))
-	} else {
+	default:
+		// The edge's model, then each role that has a model of its own.
 		fmt.Fprintf(e.stdout, "%s\n", m.LLM)
+		if m.CoreLLM != "" {
+			fmt.Fprintf(e.stdout, "core_llm: %s\n", m.CoreLLM)
+		}
+		if m.SummaryLLM != "" {
+			fmt.Fprintf(e.stdout, "summary_llm: %s\n", m.SummaryLLM)
+		}
 	}
 	return nil
 }
 
+// roleModel names a role's model, or says it is the edge's.
+func roleModel(name, llm string) string {
+	if name == "" {
+		return llm + " (the llm's)"
+	}
+	return name
+}
+
 func modelSet(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "model set", "model set <agent-id> --llm=<name>")
-	llm := fs.String("llm", "", "the named model to use until the agent restarts")
+	fs := newFlags(e, "model set", "model set <agent-id> [--llm=<name>] [--core-llm=<name>] [--summary-llm=<name>]")
+	var choice ctl.ModelChoice
+	fs.StringVar(&choice.LLM, "llm", "", "the edge's model until the agent restarts")
+	fs.StringVar(&choice.CoreLLM, "core-llm", "", "the core jobs' model until the agent restarts")
+	fs.StringVar(&choice.SummaryLLM, "summary-llm", "", "the session summary's and compaction's model until the agent restarts")
 	id, err := oneArg(fs, args, "agent id")
 	if err != nil {
 		return err
 	}
-	if *llm == "" {
-		return usagef("--llm is required")
+	if choice.LLM == "" && choice.CoreLLM == "" && choice.SummaryLLM == "" {
+		return usagef("name a model for at least one role: --llm, --core-llm or --summary-llm")
 	}
-	return setModel(ctx, e, id, ctl.ModelChoice{LLM: *llm})
+	return setModel(ctx, e, id, choice)
 }
 
 func voiceSet(ctx context.Context, e *env, args []string) error {
@@ -120,6 +144,7 @@ func setModel(ctx context.Context, e *env, agentID string, choice ctl.ModelChoic
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s now uses model %s and voice %s (until it restarts)\n", agentID, m.LLM, dash(m.VoiceProfile))
+	fmt.Fprintf(e.stdout, "%s now uses model %s (core jobs %s, summary %s) and voice %s (until it restarts)\n",
+		agentID, m.LLM, roleModel(m.CoreLLM, m.LLM), roleModel(m.SummaryLLM, m.LLM), dash(m.VoiceProfile))
 	return nil
 }

@@ -84,8 +84,12 @@ func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string,
 			choice.VoiceProfile = c.Args[0]
 		case c.Name == "model" && len(c.Args) == 2 && c.Args[0] == "llm":
 			choice.LLM = c.Args[1]
+		case c.Name == "model" && len(c.Args) == 2 && c.Args[0] == "core_llm":
+			choice.CoreLLM = c.Args[1]
+		case c.Name == "model" && len(c.Args) == 2 && c.Args[0] == "summary_llm":
+			choice.SummaryLLM = c.Args[1]
 		default:
-			return "", errors.New("usage: /model, /model llm <name>, /voice, /voice <name>")
+			return "", errors.New("usage: /model, /model llm|core_llm|summary_llm <name>, /voice, /voice <name>")
 		}
 		got, err := g.plane.SetModel(c.Agent, choice)
 		if err != nil {

@@ -77,7 +77,9 @@ func (s recSessions) SetModel(agentID, llm, voice string) error {
 	s.add("set model " + llm)
 	return nil
 }
-func (s recSessions) Broadcast(typ string, data any) int { s.add("broadcast " + typ); return 0 }
+func (s recSessions) Broadcast(typ string, data any) int           { s.add("broadcast " + typ); return 0 }
+func (s recSessions) Roles(agentID string) (string, string, error) { return "", "", nil }
+func (s recSessions) SetRoles(agentID, core, summary string) error { return nil }
 
 type recMessenger struct{ *recorder }
 

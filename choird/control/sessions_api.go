@@ -27,6 +27,10 @@ type Sessions interface {
 	Compact(agentID string) error
 	Model(agentID string) (llm, voice string, err error)
 	SetModel(agentID, llm, voice string) error
+	// Roles and SetRoles are the core jobs' and the summary's models
+	// ("" means the edge's); SetRoles leaves an empty argument as it is.
+	Roles(agentID string) (core, summary string, err error)
+	SetRoles(agentID, core, summary string) error
 	Broadcast(typ string, data any) int
 }
 
@@ -71,17 +75,30 @@ func (p *Plane) SetModel(agentID string, choice ctl.ModelChoice) (ctl.ModelChoic
 	if err := running.SetModel(agentID, choice.LLM, choice.VoiceProfile); err != nil {
 		return ctl.ModelChoice{}, lifecycleError(err)
 	}
+	if err := running.SetRoles(agentID, choice.CoreLLM, choice.SummaryLLM); err != nil {
+		return ctl.ModelChoice{}, lifecycleError(err)
+	}
 	p.mu.Lock()
 	p.configVersion++
 	version := p.configVersion
 	p.mu.Unlock()
-	p.versionChanged(version, "model set", "agent_id", agentID, "llm", choice.LLM, "voice_profile", choice.VoiceProfile)
+	p.versionChanged(version, "model set", "agent_id", agentID, "llm", choice.LLM, "voice_profile", choice.VoiceProfile,
+		"core_llm", choice.CoreLLM, "summary_llm", choice.SummaryLLM)
 	running.Broadcast(rpc.EventConfigChanged, map[string]int64{"config_version": version})
+	return p.modelChoice(running, agentID)
+}
+
+// modelChoice is what a running agent uses now, every role.
+func (p *Plane) modelChoice(running Sessions, agentID string) (ctl.ModelChoice, error) {
 	llm, voice, err := running.Model(agentID)
 	if err != nil {
 		return ctl.ModelChoice{}, lifecycleError(err)
 	}
-	return ctl.ModelChoice{LLM: llm, VoiceProfile: voice}, nil
+	core, summary, err := running.Roles(agentID)
+	if err != nil {
+		return ctl.ModelChoice{}, lifecycleError(err)
+	}
+	return ctl.ModelChoice{LLM: llm, VoiceProfile: voice, CoreLLM: core, SummaryLLM: summary}, nil
 }
 
 // Catalog lists the configured models, TTS providers and voices.
@@ -204,12 +221,12 @@ func (p *Plane) registerSessionRoutes(mux *http.ServeMux) {
 			writeError(w, err)
 			return
 		}
-		llm, voice, err := running.Model(r.PathValue("id"))
+		choice, err := p.modelChoice(running, r.PathValue("id"))
 		if err != nil {
-			writeError(w, lifecycleError(err))
+			writeError(w, err)
 			return
 		}
-		writeJSON(w, ctl.ModelChoice{LLM: llm, VoiceProfile: voice})
+		writeJSON(w, choice)
 	})
 	mux.HandleFunc("POST /v1/agents/{id}/model", func(w http.ResponseWriter, r *http.Request) {
 		var req ctl.ModelChoice
@@ -217,8 +234,8 @@ func (p *Plane) registerSessionRoutes(mux *http.ServeMux) {
 			writeError(w, err)
 			return
 		}
-		if req.LLM == "" && req.VoiceProfile == "" {
-			writeError(w, ctl.Errorf(http.StatusBadRequest, "bad_request", "name a model (llm) or a voice profile"))
+		if req.LLM == "" && req.VoiceProfile == "" && req.CoreLLM == "" && req.SummaryLLM == "" {
+			writeError(w, ctl.Errorf(http.StatusBadRequest, "bad_request", "name a model (llm, core_llm or summary_llm) or a voice profile"))
 			return
 		}
 		out, err := p.SetModel(r.PathValue("id"), req)

@@ -42,7 +42,7 @@ var commands = []command{
 	{name: "cancel", menu: "Cancel a core job: /cancel <name>", run: cmdControl(false)},
 	{name: "compact", menu: "Compact working memory", run: cmdControl(true)},
 	{name: "events", menu: "Show the last events", run: cmdControl(true)},
-	{name: "model", menu: "Show or switch the model: /model llm <name>", run: cmdControl(false)},
+	{name: "model", menu: "Show or switch a model: /model llm|core_llm|summary_llm <name>", run: cmdControl(false)},
 	{name: "voice", menu: "Show or switch the voice: /voice <name>", run: cmdControl(false)},
 	{name: "inject", menu: "Inject a message at the next safe point", run: cmdInject},
 	{name: "approvals", menu: "List pending approvals", adminMenu: "List all pending approvals", run: cmdApprovals},

@@ -14,6 +14,8 @@ import (
 var startKeys = map[string]func(o *lease.Overrides, v string){
 	"workspace":     func(o *lease.Overrides, v string) { o.Workspace = v },
 	"llm":           func(o *lease.Overrides, v string) { o.LLM = v },
+	"core_llm":      func(o *lease.Overrides, v string) { o.CoreLLM = v },
+	"summary_llm":   func(o *lease.Overrides, v string) { o.SummaryLLM = v },
 	"voice_profile": func(o *lease.Overrides, v string) { o.VoiceProfile = v },
 	"voice":         func(o *lease.Overrides, v string) { o.VoiceProfile = v },
 	"git_identity":  func(o *lease.Overrides, v string) { o.GitIdentity = v },

@@ -13,6 +13,8 @@ import (
 // keep the default.
 type Overrides struct {
 	Workspace, LLM, VoiceProfile, GitIdentity, Notion, Email, DM string
+	// CoreLLM and SummaryLLM override defaults.core_llm and summary_llm.
+	CoreLLM, SummaryLLM string
 	// Fresh is not a resource: it starts a new session instead of
 	// resuming the agent's last one (spec 13.2). Resolve ignores it.
 	Fresh bool
@@ -37,8 +39,8 @@ func Resolve(c *config.Config, agent string, o Overrides) (rpc.ResourceBindings,
 	b := rpc.ResourceBindings{
 		Workspace:    pick(o.Workspace, d.Workspace),
 		LLM:          pick(o.LLM, d.LLM),
-		CoreLLM:      d.CoreLLM,
-		SummaryLLM:   d.SummaryLLM,
+		CoreLLM:      pick(o.CoreLLM, d.CoreLLM),
+		SummaryLLM:   pick(o.SummaryLLM, d.SummaryLLM),
 		VoiceProfile: pick(o.VoiceProfile, d.VoiceProfile),
 		GitIdentity:  pick(o.GitIdentity, d.GitIdentity),
 		Notion:       pick(o.Notion, d.Notion),

@@ -122,3 +122,23 @@ func TestResolve(t *testing.T) {
 		t.Errorf("Resolve with core_llm o3 = %+v, %v; want llm gpt4o, core_llm o3", b, err)
 	}
 }
+
+// Each model role (§7.1, issue 23) is bound from the agent's defaults
+// unless agent start overrides it, and an unknown model is refused at its
+// flag.
+func TestResolveModelRoles(t *testing.T) {
+	c := exampleConfig(t)
+	a := c.Agents["agent-1"]
+	a.Defaults.CoreLLM, a.Defaults.SummaryLLM = "o3", "gpt4o"
+	c.Agents["agent-1"] = a
+	if b, _, err := Resolve(c, "agent-1", Overrides{}); err != nil || b.CoreLLM != "o3" || b.SummaryLLM != "gpt4o" {
+		t.Errorf("Resolve(defaults) = %+v, %v; want core_llm o3, summary_llm gpt4o", b, err)
+	}
+	if b, _, err := Resolve(c, "agent-1", Overrides{CoreLLM: "sonnet", SummaryLLM: "o3"}); err != nil || b.CoreLLM != "sonnet" || b.SummaryLLM != "o3" {
+		t.Errorf("Resolve(--core-llm=sonnet --summary-llm=o3) = %+v, %v", b, err)
+	}
+	_, _, err := Resolve(c, "agent-1", Overrides{CoreLLM: "gpt9", SummaryLLM: "tiny"})
+	if err == nil || !strings.Contains(err.Error(), "--core-llm=gpt9") || !strings.Contains(err.Error(), "--summary-llm=tiny") {
+		t.Errorf("Resolve with unknown role models = %v; want both flags named", err)
+	}
+}

@@ -87,7 +87,8 @@ func restartDelay(p config.RestartPolicy, n int) time.Duration {
 // overridesOf turns a session's start bindings into the overrides that
 // start it the same way (as Restart does).
 func overridesOf(b rpc.ResourceBindings) lease.Overrides {
-	return lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM}
+	return lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM,
+		CoreLLM: b.CoreLLM, SummaryLLM: b.SummaryLLM}
 }
 
 // restartNote is what a crash notice says of the restart policy.

@@ -59,7 +59,8 @@ func (m *Manager) restart(ctx context.Context, agentID string, sameImage bool) (
 	// The bindings the session started with: a model or voice set since is
 	// transient and does not survive a restart (§17.1).
 	b := r.started
-	o := lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM}
+	o := lease.Overrides{Workspace: b.Workspace, LLM: b.LLM, VoiceProfile: b.VoiceProfile, GitIdentity: b.GitIdentity, Notion: b.Notion, Email: b.Email, DM: b.DM,
+		CoreLLM: b.CoreLLM, SummaryLLM: b.SummaryLLM}
 	m.stop(ctx, r)
 	image := ""
 	if sameImage {

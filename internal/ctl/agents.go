@@ -44,6 +44,9 @@ type StartRequest struct {
 	Notion       string `json:"notion,omitempty"`
 	Email        string `json:"email,omitempty"`
 	DM           string `json:"dm,omitempty"`
+	// CoreLLM and SummaryLLM override defaults.core_llm and summary_llm.
+	CoreLLM    string `json:"core_llm,omitempty"`
+	SummaryLLM string `json:"summary_llm,omitempty"`
 	// Fresh starts a new session instead of resuming the agent's last one
 	// (choirctl agent start --fresh).
 	Fresh bool `json:"fresh,omitempty"`
@@ -170,6 +173,10 @@ type SessionEvent struct {
 type ModelChoice struct {
 	LLM          string `json:"llm,omitempty"`
 	VoiceProfile string `json:"voice_profile,omitempty"`
+	// CoreLLM and SummaryLLM are the core jobs' and the session summary's
+	// (and compaction's) models; empty in an answer means the edge's.
+	CoreLLM    string `json:"core_llm,omitempty"`
+	SummaryLLM string `json:"summary_llm,omitempty"`
 }
 
 // ModelCatalog lists the named models, TTS providers and voice profiles.
