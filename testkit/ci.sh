@@ -63,6 +63,13 @@ if [ ! -d testkit/mcptest/node_modules ] || [ testkit/mcptest/package-lock.json 
   npm ci --prefix testkit/mcptest --no-audit --no-fund
 fi
 
+# The MCP reference server-everything (pinned) and Node 24, baked into the
+# agent image of choirctl's MCP end-to-end tests.
+if [ ! -d testkit/mcptest/everything/node_modules ] || [ testkit/mcptest/everything/package-lock.json -nt testkit/mcptest/everything/node_modules ]; then
+  say "installing the MCP server-everything (npm ci)"
+  npm ci --prefix testkit/mcptest/everything --no-audit --no-fund
+fi
+
 mkdir -p "$work"
 stop_all() {
   [ -x testkit/pgtest/pglite.sh ] && testkit/pgtest/pglite.sh stop "$work/pg" >/dev/null 2>&1 || true

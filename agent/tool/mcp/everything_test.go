@@ -111,7 +111,10 @@ func TestEverythingOverStdio(t *testing.T) {
 
 type testWriter struct{ t testing.TB }
 
-func (w testWriter) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
 
 func waitFor(t testing.TB, what string, limit time.Duration, ok func() bool) {
 	t.Helper()
