@@ -60,6 +60,7 @@ func init() {
 		{name: "chat", args: "<agent-id> [--once]", summary: "talk to a running agent from the terminal", run: runChat},
 		{name: "session", summary: "sessions, their event logs and core jobs", subs: sessionCommands},
 		{name: "memory", summary: "an agent's long-term memory: list, search, add, delete", subs: memoryCommands},
+		{name: "usage", args: "[--agent A] [--since T] [--by agent|model|session|day] [--json] | allow <agent> <amount> --until T", summary: "what model calls cost, and one-off raises of an agent's caps", run: runUsage},
 		{name: "model", summary: "models (set: until the agent restarts)", subs: modelCommands},
 		{name: "voice", summary: "voice profiles (set: until the agent restarts)", subs: voiceCommands},
 		{name: "approval", summary: "the proposals waiting for a human", subs: approvalCommands},

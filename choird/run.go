@@ -83,6 +83,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	defer stopMemory()
 	agentsMgr.SessionClosed = mem.SessionEnded
 	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
+	plane.SetUsage(usageView{st: st, ledger: spend, config: func() *config.Config { return plane.Config().Config }})
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: countedHandler{agentsMgr.Handler()}, ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer

@@ -12,6 +12,7 @@ import (
 	"choir/choird/lifecycle"
 	"choir/choird/store"
 	"choir/internal/config"
+	"choir/internal/ctl"
 	"choir/internal/rpc"
 )
 
@@ -106,4 +107,51 @@ func (p *spendPlane) agent(sessionID string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// usageView is the ledger as the operator sees it (control.Usage).
+type usageView struct {
+	st     *store.Store
+	ledger *ledger.Ledger
+	config func() *config.Config
+}
+
+var _ control.Usage = usageView{}
+
+func (u usageView) Report(ctx context.Context, q ctl.UsageQuery) (*ctl.UsageReport, error) {
+	rows, err := u.st.Usage(ctx, store.UsageQuery{Agent: q.Agent, Since: q.Since, By: q.By})
+	if err != nil {
+		return nil, err
+	}
+	c := u.config()
+	rep := &ctl.UsageReport{By: q.By, Currency: c.Spend.CurrencyOrDefault(), Rows: []ctl.UsageRow{}, Today: map[string]string{}}
+	if rep.By == "" {
+		rep.By = "agent"
+	}
+	for _, r := range rows {
+		rep.Rows = append(rep.Rows, ctl.UsageRow{Key: r.Key, Agent: r.Agent, Calls: r.Calls, Failed: r.Failed, PromptTokens: r.PromptTokens,
+			CompletionTokens: r.CompletionTokens, CachedTokens: r.CachedTokens, Cost: r.Cost, Unpriced: r.Unpriced})
+	}
+	agents := []string{q.Agent}
+	if q.Agent == "" {
+		agents = config.SortedNames(c.Agents)
+	}
+	for _, a := range agents {
+		if line, err := u.ledger.Today(ctx, a); err == nil && line != "" {
+			rep.Today[a] = line
+		}
+	}
+	return rep, nil
+}
+
+func (u usageView) Allow(ctx context.Context, a ctl.UsageAllow, by string) error {
+	unit := "currency"
+	if a.Tokens {
+		unit = "tokens"
+	}
+	return u.ledger.Allow(ctx, store.Allowance{AgentID: a.Agent, Amount: a.Amount, Unit: unit, Until: a.Until, GrantedBy: by})
+}
+
+func (u usageView) Today(ctx context.Context, agentID string) (string, error) {
+	return u.ledger.Today(ctx, agentID)
 }

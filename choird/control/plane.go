@@ -40,6 +40,7 @@ type Plane struct {
 	sessionLog    SessionLog
 	running       Sessions
 	memory        Memory
+	usage         Usage // usage_api.go
 	gateways      func() []ctl.GatewayStatus
 	probes        []Probe
 	health        map[string]probeState // by probe name
