@@ -50,10 +50,12 @@ func TestFallbackAnswersWhenTheModelFails(t *testing.T) {
 		{"504", []*openaitest.Step{openaitest.Chat().ReplyError(504, "", "", "gateway timeout")}, "HTTP 504"},
 		{"error in a 200", []*openaitest.Step{openaitest.Chat().ReplyRaw(200, `{"error":{"message":"upstream died","code":502}}`)}, "main failed"},
 		{"429 twice", []*openaitest.Step{openaitest.Chat().ReplyRateLimited("0"), openaitest.Chat().ReplyRateLimited("0")}, "rate-limited"},
+		{"timeout", []*openaitest.Step{openaitest.Chat().Hang()}, "timeout"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			first, second := openaitest.New(t), openaitest.New(t)
 			c := twoModels(first, second, true)
+			c.dyn.Tunables.Budgets.LLMCallTimeoutMS = 1000 // the hanging model's limit, and the fallback's own
 			first.Expect(tt.fails...)
 			second.Expect(openaitest.Chat().WantModel("backup-model").WantNoTemperature().ReplyText("Backup here."))
 			srv, _ := runLanes(t, c)
