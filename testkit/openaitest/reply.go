@@ -146,8 +146,15 @@ func (st *Step) usageFor(req *Request, completionBytes int) map[string]any {
 			promptBytes += len(in)
 		}
 		u = usage{prompt: promptBytes/4 + 1, completion: completionBytes / 4}
+		if req.cached >= 0 {
+			u.prompt = req.promptSerial/4 + 1
+		}
 	}
-	return map[string]any{"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion}
+	out := map[string]any{"prompt_tokens": u.prompt, "completion_tokens": u.completion, "total_tokens": u.prompt + u.completion}
+	if req.cached >= 0 {
+		out["prompt_tokens_details"] = map[string]any{"cached_tokens": min(req.cached, u.prompt)}
+	}
+	return out
 }
 
 func writeChat(w http.ResponseWriter, st *Step, req *Request, message map[string]any, finish string) {

@@ -16,6 +16,9 @@ type Request struct {
 	Body   []byte
 	// JSON is the body decoded generically; nil when it is not a JSON object.
 	JSON map[string]any
+
+	cached       int // cached_tokens to report; -1 without PrefixCache (cache.go)
+	promptSerial int // bytes of the prompt in cache order
 }
 
 // Message is a chat message as sent, in this package's own terms.

@@ -36,6 +36,9 @@ type Server struct {
 	steps    []*Step // queued, not yet consumed
 	queued   int     // steps ever queued, to number them
 	requests []*Request
+
+	cacheKey   func(*Request) string // PrefixCache; nil: off
+	lastPrompt map[string][]byte     // per key, the previous prompt (cache.go)
 }
 
 // New starts a fake on 127.0.0.1 and stops it when the test ends.
@@ -124,6 +127,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.requests = append(s.requests, req)
 	req.Number = len(s.requests)
+	s.cachePrompt(req)
 	var st *Step
 	if len(s.steps) > 0 && s.steps[0].matches(req) {
 		st = s.steps[0]
