@@ -98,6 +98,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	for _, t := range req.Tools {
 		offered[t.Function.Name] = t.Function.Name
 	}
+	takeNote(&req, offered)
 	text, calls := decide(req, offered, s.DemoPage)
 	s.calls.Add(1)
 	msg := map[string]any{"role": "assistant", "content": nil}
@@ -224,8 +225,8 @@ func decide(req request, offered map[string]string, demoPage string) (string, []
 	return fmt.Sprintf("you said %q. I am not a real model; I can list files, \"read <path>\", \"note <text>\", send a \"file <name>\", start a \"core <task>\", \"check mail\", \"read mail\" or \"mail <address>: <text>\".", firstLine(text)), nil
 }
 
-// walkSkill moves a running skill on (the lane offers choir.skill.transition
-// while one runs): in a step that offers choir.propose.skill it proposes the
+// walkSkill moves a running skill on (takeNote leaves choir.skill.transition
+// offered only while one runs): in a step that offers choir.propose.skill it proposes the
 // skill the user asked to build, once; otherwise it completes the step.
 func walkSkill(req request, offered map[string]string) (call, bool) {
 	transition := find(offered, "choir_skill_transition")
@@ -336,13 +337,15 @@ func toolAccount(req request) string {
 }
 
 // briefing is the core job's task: the task_spec of the CoreJobStart the
-// lane puts last in a core's prompt ("# CoreJobStart\n\n{json}…").
+// lane puts first in a core's conversation ("# CoreJobStart\n\n{json}…"),
+// else the last user message.
 func briefing(req request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role != "user" {
+	last := ""
+	for _, m := range req.Messages {
+		if m.Role != "user" {
 			continue
 		}
-		text := contentText(req.Messages[i].Content)
+		text := contentText(m.Content)
 		if rest, ok := strings.CutPrefix(text, "# CoreJobStart\n\n"); ok {
 			var start struct {
 				TaskSpec string `json:"task_spec"`
@@ -351,9 +354,12 @@ func briefing(req request) string {
 				return start.TaskSpec
 			}
 		}
-		return text
+		last = text
 	}
-	return "its task"
+	if last == "" {
+		return "its task"
+	}
+	return last
 }
 
 func contentText(raw json.RawMessage) string {
@@ -413,4 +419,64 @@ func createInstead(req request) (call, bool) {
 	}
 	args["op"] = "create"
 	return call{prev.ToolCalls[0].Function.Name, args}, true
+}
+
+// notePrefix starts the lane's state note, the last message of a request
+// while core jobs or a skill run (agent/lane's prompt.go).
+const notePrefix = "[choir] Now: "
+
+// takeNote takes the state note off the end of the request and narrows
+// offered to what it says the moment allows, as a careful model would: the
+// lane offers the same tools at every call and refuses the others. While a
+// skill runs: the state's allowed tools and the skill's own; while core
+// jobs run: the read-only tools it lists and the core job tools; the skill
+// control tools only while a skill runs.
+func takeNote(req *request, offered map[string]string) {
+	note := ""
+	if n := len(req.Messages); n > 1 && req.Messages[n-1].Role == "user" {
+		if text := contentText(req.Messages[n-1].Content); strings.HasPrefix(text, notePrefix) {
+			note, req.Messages = text, req.Messages[:n-1]
+		}
+	}
+	wire := func(list string) map[string]bool {
+		keep := map[string]bool{}
+		for _, name := range strings.Split(list, ",") {
+			keep[strings.ReplaceAll(strings.TrimSpace(name), ".", "_")] = true
+		}
+		return keep
+	}
+	between := func(s, from, to string) (string, bool) {
+		_, rest, ok := strings.Cut(s, from)
+		if !ok {
+			return "", false
+		}
+		out, _, _ := strings.Cut(rest, to)
+		return out, true
+	}
+	control := func(name string) bool {
+		return strings.HasSuffix(name, "choir_skill_transition") || strings.HasSuffix(name, "choir_skill_finish")
+	}
+	if strings.Contains(note, " is running, in the state ") {
+		allowed, _ := between(note, "Tools allowed in this state: ", ".\n")
+		keep := wire(allowed)
+		for name := range offered {
+			if !keep[name] && !control(name) {
+				delete(offered, name)
+			}
+		}
+		return
+	}
+	for name := range offered {
+		if control(name) {
+			delete(offered, name)
+		}
+	}
+	if readOnly, ok := between(note, "read-only tools (", ")"); ok {
+		keep := wire(readOnly)
+		for name := range offered {
+			if !keep[name] && !strings.Contains(name, "choir_core_") {
+				delete(offered, name)
+			}
+		}
+	}
 }
