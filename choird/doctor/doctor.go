@@ -83,6 +83,7 @@ func (d *Doctor) checks() (before, after []Check) {
 	}
 	after = []Check{
 		{"logs", d.checkLogs},
+		{"metrics", d.checkMetrics},
 		{"clock", d.checkClock},
 	}
 	return before, after
