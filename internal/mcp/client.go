@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"choir/internal/jsonlimit"
 )
 
 // Options configure a Client. The zero value works: it declines every
@@ -272,7 +274,11 @@ func (c *Client) roundTrip(ctx context.Context, method string, params, out any, 
 
 	if err := c.t.send(ctx, m); err != nil {
 		if ctx.Err() != nil {
+			// The server may have the request already: tell it.
 			err = context.Cause(ctx)
+			if method != "initialize" {
+				c.cancelAtServer(id, err)
+			}
 		}
 		return fmt.Errorf("mcp %s: %s: %w", c.t, method, err)
 	}
@@ -417,6 +423,10 @@ func (c *Client) receive(raw []byte) {
 		}
 		return
 	}
+	if err := jsonlimit.Check(raw, jsonlimit.Limits{MaxDepth: jsonlimit.DefaultMaxDepth}); err != nil {
+		c.refuse(raw, err)
+		return
+	}
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil || m.JSONRPC != "2.0" {
 		c.log.Warn("the server sent something that is not JSON-RPC 2.0; ignored", "line", preview(raw))
@@ -446,6 +456,30 @@ func (c *Client) receive(raw []byte) {
 		c.serverRequest(m)
 	default:
 		c.log.Warn("the server sent a JSON-RPC message with neither method nor id; ignored", "line", preview(raw))
+	}
+}
+
+// refuse handles a message jsonlimit refused (nested too deep, invalid
+// UTF-8): the request it answers fails with the reason rather than waiting
+// for its timeout; a request from the server is answered with an error.
+func (c *Client) refuse(raw []byte, fault error) {
+	var m message
+	json.Unmarshal(raw, &m) // encoding/json reads deep documents without recursion limits of ours; only the id is wanted
+	switch {
+	case m.isResponse() && c.waiting(idKey(m.ID)):
+		c.failRequest(idKey(m.ID), fmt.Errorf("the server's answer was refused: %w", fault))
+	case m.isRequest():
+		out, err := encodeResponse(m.ID, nil, &RPCError{Code: CodeInvalidRequest, Message: "refused: " + fault.Error()})
+		if err == nil {
+			go func() {
+				ctx, cancel := context.WithTimeout(c.baseCtx, cancelNoticeTimeout)
+				defer cancel()
+				c.t.send(ctx, out)
+			}()
+		}
+		fallthrough
+	default:
+		c.log.Warn("refused a message from the server", "err", fault, "line", preview(raw))
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package mcp is a client for the Model Context Protocol (revisions
 // 2025-11-25 and 2025-06-18, modelcontextprotocol.io), written on the
-// standard library: JSON-RPC 2.0 over stdio or Streamable HTTP. It knows
+// standard library (and internal/jsonlimit): JSON-RPC 2.0 over stdio or Streamable HTTP. It knows
 // the wire and nothing of choir; the tools it yields live in agent/tool/mcp.
 //
 // # Use
@@ -55,8 +55,10 @@
 // ping; elicitation/create (Options.Elicit, or decline; ElicitRequest.Fields
 // and Defaults read the form's schema); sampling/createMessage
 // (Options.Sample, or error -1 "sampling declined"); anything else
-// -32601. A message that is not JSON-RPC 2.0 or a response to no waiting
-// request is logged (Options.Logger) and skipped.
+// -32601. Every message is checked with internal/jsonlimit first (nesting
+// at most 64 deep, valid UTF-8): a refused answer fails its request at once.
+// A message that is not JSON-RPC 2.0 or a response to no waiting request is
+// logged (Options.Logger) and skipped.
 //
 // # stdio
 //

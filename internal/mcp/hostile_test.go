@@ -111,6 +111,26 @@ func TestHostileStdioServers(t *testing.T) {
 			wantErr: "closed its output",
 		},
 		{
+			name: "an answer nested too deep is refused at once",
+			respond: func(m rawMsg, send func(string)) bool {
+				if m.Method == "tools/call" {
+					send(result(m, `{"content":[],"structuredContent":`+strings.Repeat(`{"a":`, 100)+`1`+strings.Repeat(`}`, 100)+`}`))
+				}
+				return false
+			},
+			wantErr: "the server's answer was refused: line 1:",
+		},
+		{
+			name: "an answer with invalid UTF-8 is refused at once",
+			respond: func(m rawMsg, send func(string)) bool {
+				if m.Method == "tools/call" {
+					send(result(m, "{\"content\":[{\"type\":\"text\",\"text\":\"caf\xe9\"}]}"))
+				}
+				return false
+			},
+			wantErr: "JSON text must be valid UTF-8",
+		},
+		{
 			name: "a batch of responses (2025-03-26) is read",
 			respond: func(m rawMsg, send func(string)) bool {
 				if m.Method == "tools/call" {

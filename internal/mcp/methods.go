@@ -29,7 +29,8 @@ func (c *Client) ListTools(ctx context.Context) ([]Tool, error) {
 
 // CallTool calls the tool name with arguments args (a JSON object; nil
 // sends none). onProgress, when not nil, receives the server's progress
-// notifications for this call. Cancelling ctx (or its deadline) sends
+// notifications for this call, in order, on the reading goroutine (keep it
+// quick; do not call the Client from it). Cancelling ctx (or its deadline) sends
 // notifications/cancelled for the call and returns the context's cause. A
 // tool that ran and failed is a result with IsError, not an error.
 func (c *Client) CallTool(ctx context.Context, name string, args json.RawMessage, onProgress func(Progress)) (*CallResult, error) {
