@@ -94,7 +94,7 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	}
 	if b := st.Bindings; b != nil {
 		fmt.Fprintf(tw, "bindings\tworkspace=%s llm=%s git_identity=%s dm=%s", b.Workspace, b.LLM, b.GitIdentity, b.DM)
-		for _, kv := range [][2]string{{"core_llm", b.CoreLLM}, {"voice_profile", b.VoiceProfile}, {"notion", b.Notion}, {"email", b.Email}} {
+		for _, kv := range [][2]string{{"core_llm", b.CoreLLM}, {"summary_llm", b.SummaryLLM}, {"voice_profile", b.VoiceProfile}, {"notion", b.Notion}, {"email", b.Email}} {
 			if kv[1] != "" {
 				fmt.Fprintf(tw, " %s=%s", kv[0], kv[1])
 			}
