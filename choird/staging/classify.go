@@ -51,6 +51,7 @@ var rules = map[string]rule{
 	"gateways":      {class: ctl.ClassRestart, why: restartChoird},
 	"dms":           {class: ctl.ClassRestart, why: restartChoird},
 	"postgres":      {class: ctl.ClassRestart, why: restartChoird},
+	"metrics":       {class: ctl.ClassRestart, why: restartChoird},
 	"agents": {class: ctl.ClassNextStart, why: nextStart, noun: "agent",
 		held: func(id string, _ rpc.ResourceBindings) []string { return []string{id} }, removeHeld: true},
 
