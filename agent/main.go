@@ -39,7 +39,9 @@ import (
 	"choir/agent/redact"
 	"choir/agent/sandbox"
 	"choir/agent/session"
+	mcptool "choir/agent/tool/mcp"
 	"choir/internal/manifest"
+	"choir/internal/mcpdecl"
 	"choir/internal/rpc"
 )
 
@@ -67,6 +69,10 @@ func main() {
 		err := sandbox.Launch(os.Args[2:])
 		fmt.Fprintln(os.Stderr, "choir-agent:", err)
 		os.Exit(127)
+	}
+	if len(os.Args) > 1 && os.Args[1] == mcptool.ListArg {
+		// choird's build pinning the MCP servers' tool lists (agent/tool/mcp).
+		os.Exit(mcptool.ListMain(mcpdecl.Dir, os.Stdout, os.Stderr))
 	}
 	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stderr))
 }

@@ -153,6 +153,7 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 		AgentID: agentID, ImageVersion: res.ImageVersion,
 		GlobalRepoCommit: gco.Commit, AgentRepoCommit: aco.Commit,
 		ToolManifestHash: tree.ToolHash, SkillManifestHash: tree.SkillHash,
+		MCPSecrets: mcpSecretNames(tree), // mcp.go
 	}
 	tree.Entries = append(tree.Entries, Entry{Path: "version.json", Mode: 0o644, Body: res.Version.JSON()})
 
@@ -167,6 +168,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	case reuse:
 		res.ImageID = img.ID
 		say("agent image %s exists (built from the same commits and binary); not rebuilt", res.Image)
+		if res.ImageID, err = b.withMCPPins(ctx, res, tree, res.ImageID, say); err != nil { // mcp_pin.go
+			return nil, err
+		}
 		if err := b.record(ctx, res, agent); err != nil {
 			return nil, err
 		}
@@ -182,6 +186,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	}
 	say("building %s from %s", res.Image, asrc.label)
 	if res.ImageID, err = b.buildAgent(ctx, res, asrc, tree, dockerfile, say); err != nil {
+		return nil, err
+	}
+	if res.ImageID, err = b.withMCPPins(ctx, res, tree, res.ImageID, say); err != nil { // mcp_pin.go
 		return nil, err
 	}
 	res.AgentBuilt = true

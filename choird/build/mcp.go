@@ -3,6 +3,7 @@ package build
 import (
 	"errors"
 	"path"
+	"strings"
 
 	"choir/internal/mcpdecl"
 )
@@ -59,4 +60,17 @@ func mergeMCP(t *Tree, global, agent *source) {
 			t.MCP = append(t.MCP, side.src.mcp[name].decl)
 		}
 	}
+}
+
+// mcpSecretNames are the secrets the merged declarations name, sorted and
+// comma-separated, for version.json (choird grants them:
+// choird/lifecycle/mcp_secrets.go).
+func mcpSecretNames(t *Tree) string {
+	set := map[string]bool{}
+	for _, d := range t.MCP {
+		for _, s := range d.Secrets() {
+			set[s] = true
+		}
+	}
+	return strings.Join(sortedKeys(set), ",")
 }

@@ -88,6 +88,7 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	l, _ := m.Config()
 	b := r.bindings()
 	bound := l.Config.BoundSecrets(b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
+	bound = append(bound, m.mcpSecrets(ctx, r, l.Config)...) // mcp_secrets.go
 	names := req.Resources
 	if len(names) == 0 {
 		names = bound

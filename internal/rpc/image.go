@@ -19,6 +19,10 @@ type ImageInfo struct {
 	AgentRepoCommit   string `json:"agent_repo_commit"`
 	ToolManifestHash  string `json:"tool_manifest_hash"`
 	SkillManifestHash string `json:"skill_manifest_hash"`
+	// MCPSecrets are the secrets.json names the image's MCP server
+	// declarations use (/choir/mcp), sorted and comma-separated (a string
+	// keeps ImageInfo comparable); choird grants those no resource uses.
+	MCPSecrets string `json:"mcp_secrets,omitempty"`
 }
 
 // JSON is the file's content: indented, with a final newline.
