@@ -68,8 +68,8 @@
 // when the process dies. A stdout line longer than Options.MaxMessageBytes
 // (default 16 MiB) ends the connection and kills the process: its id cannot
 // be read, so no single request could be failed instead. A write the
-// server does not read before the request's context ends also ends the
-// connection (a half-written line breaks the framing). Close closes the
+// server does not take within 1 s after the request's context ended also
+// ends the connection (a half-written line breaks the framing). Close closes the
 // server's stdin, waits 2 s for it to exit, sends SIGTERM, waits 2 s,
 // then SIGKILL. NewStdioPipes runs the same framing over any reader and
 // writer.

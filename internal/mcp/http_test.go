@@ -167,12 +167,14 @@ type resumingServer struct {
 func (s *resumingServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodGet:
+		if r.Header.Get("Last-Event-ID") == "" {
+			http.Error(w, "no stream of its own", http.StatusMethodNotAllowed)
+			return
+		}
 		s.mu.Lock()
 		id := s.pendingID
 		s.pendingID = nil
-		if v := r.Header.Get("Last-Event-ID"); v != "" {
-			s.lastIDs = append(s.lastIDs, v)
-		}
+		s.lastIDs = append(s.lastIDs, r.Header.Get("Last-Event-ID"))
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "text/event-stream")
 		if id == nil {

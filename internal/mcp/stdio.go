@@ -42,7 +42,10 @@ const (
 	stdioExitGrace = 2 * time.Second
 	stderrTail     = 8
 	stderrGrace    = 500 * time.Millisecond
-	maxStderrLine  = 4096
+	// stdioWriteGrace is how long a write may still take after its
+	// context ended.
+	stdioWriteGrace = time.Second
+	maxStderrLine   = 4096
 )
 
 // NewStdio returns a transport that starts cmd (at Connect) with its stdin,
@@ -230,9 +233,11 @@ func (t *Stdio) readStderr(r io.ReadCloser) {
 	}
 }
 
-// send writes one line. A write the server does not take before ctx ends
-// (it stopped reading its stdin) breaks the framing, so it ends the
-// connection.
+// send writes one line. A write the server does not take within
+// stdioWriteGrace after ctx ends (it stopped reading its stdin) breaks the
+// framing, so it ends the connection; a write that completes in the grace
+// counts as sent, so a call cancelled while its request was being written
+// can still be cancelled at the server.
 func (t *Stdio) send(ctx context.Context, m outgoing) error {
 	buf := make([]byte, 0, len(m.data)+1)
 	buf = append(append(buf, m.data...), '\n')
@@ -240,11 +245,11 @@ func (t *Stdio) send(ctx context.Context, m outgoing) error {
 	defer t.wmu.Unlock()
 	if f, ok := t.w.(*os.File); ok {
 		if dl, ok := ctx.Deadline(); ok {
-			f.SetWriteDeadline(dl)
+			f.SetWriteDeadline(dl.Add(stdioWriteGrace))
 		} else {
 			f.SetWriteDeadline(time.Time{})
 		}
-		stop := context.AfterFunc(ctx, func() { f.SetWriteDeadline(time.Now()) })
+		stop := context.AfterFunc(ctx, func() { f.SetWriteDeadline(time.Now().Add(stdioWriteGrace)) })
 		_, err := f.Write(buf)
 		stop()
 		return t.writeErr(ctx, err)
@@ -258,11 +263,16 @@ func (t *Stdio) send(ctx context.Context, m outgoing) error {
 	case err := <-done:
 		return t.writeErr(ctx, err)
 	case <-ctx.Done():
-		t.w.Close()
-		err := fmt.Errorf("%s did not read its input: %w", t, context.Cause(ctx))
-		t.s.lost(err)
-		return err
 	}
+	select {
+	case err := <-done:
+		return t.writeErr(ctx, err)
+	case <-time.After(stdioWriteGrace):
+	}
+	t.w.Close()
+	err := fmt.Errorf("%s did not read its input: %w", t, context.Cause(ctx))
+	t.s.lost(err)
+	return err
 }
 
 func (t *Stdio) writeErr(ctx context.Context, err error) error {

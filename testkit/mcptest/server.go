@@ -188,11 +188,11 @@ func (s *Server) ServeStdio(r io.Reader, w io.Writer) error {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer cancel() // first: calls in flight end with the connection
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
 	for sc.Scan() {
 		m, err := parse(sc.Bytes())
 		if err != nil {
