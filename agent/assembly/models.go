@@ -160,9 +160,9 @@ func (m modelClient) call(ctx context.Context, req openai.ChatRequest, rl *opena
 			}
 			return resp, nil
 		}
-		if i == len(chain)-1 || !fallsBack(err, rl != nil) || (ctx.Err() != nil && (rl == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded))) {
+		if i == len(chain)-1 || !moveOn(ctx, err, rl != nil) {
 			if i > 0 {
-				return nil, fmt.Errorf("%s failed (%s), and its fallback %s: %w", first, failures[0], name, err)
+				return nil, fmt.Errorf("%s failed (%s); its fallback %s failed too: %w", first, failures[0], name, err)
 			}
 			return nil, err
 		}
@@ -181,10 +181,13 @@ func (m modelClient) attempt(ctx context.Context, d config.Dynamic, name string,
 	if req, err = m.rt.withTemplate(req, name, d.Models[name]); err != nil {
 		return nil, err
 	}
-	if rl != nil {
-		return c.ChatWithRateLimitRetry(ctx, req, *rl)
-	}
-	return c.Chat(ctx, req)
+	// spend.go: reserved against the caps, recorded in the usage ledger.
+	return m.rt.meter(ctx, name, req, func(ctx context.Context) (*openai.ChatResponse, error) {
+		if rl != nil {
+			return c.ChatWithRateLimitRetry(ctx, req, *rl)
+		}
+		return c.Chat(ctx, req)
+	})
 }
 
 // fallbackChain is the model then its fallbacks that the config holds, each
@@ -228,6 +231,21 @@ func fallsBack(err error, retried bool) bool {
 		return retried
 	}
 	return false
+}
+
+// moveOn says whether a failed attempt passes the call to the next model:
+// the failure is one a fallback mends and the caller still waits. A lane
+// turn whose own deadline passed still waits (its fallback has time of its
+// own); a canceled call, or a summary or compaction past its deadline,
+// does not.
+func moveOn(ctx context.Context, err error, retried bool) bool {
+	switch {
+	case !fallsBack(err, retried):
+		return false
+	case ctx.Err() == nil:
+		return true
+	}
+	return retried && errors.Is(ctx.Err(), context.DeadlineExceeded)
 }
 
 // failure names an attempt's failure in a few words for the log and the
