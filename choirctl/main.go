@@ -64,6 +64,7 @@ func init() {
 		{name: "model", summary: "models (set: until the agent restarts)", subs: modelCommands},
 		{name: "voice", summary: "voice profiles (set: until the agent restarts)", subs: voiceCommands},
 		{name: "approval", summary: "the proposals waiting for a human", subs: approvalCommands},
+		{name: "mcp", summary: "MCP servers: check a declaration, list an agent's", subs: mcpCommands},
 		{name: "workspace", summary: "workspaces, paths and lease holders", subs: workspaceCommands},
 		{name: "completion", summary: "print a shell completion script", subs: completionCommands},
 	}
