@@ -3,6 +3,7 @@ package arbiter
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 
 	"choir/agent/lock"
 	"choir/agent/skill"
@@ -98,11 +99,13 @@ func (a *Arbiter) loopState(owner lock.Owner) *loopState {
 }
 
 // loopRecorded follows a lane's recorded events: a new turn or job starts
-// afresh, a model reply starts a new step.
+// afresh, a model reply starts a new step, an ended job is forgotten.
 func (a *Arbiter) loopRecorded(owner lock.Owner, typ string) {
 	switch typ {
 	case UserMsg, CoreStarted:
 		a.loops[owner] = newLoopState()
+	case CoreStopped:
+		delete(a.loops, owner) // the job is over; a new one starts afresh
 	case ModelOutput:
 		s := a.loopState(owner)
 		if s.stepCalls > 0 {
@@ -125,22 +128,13 @@ func (a *Arbiter) loopKindOf(inv *invocation) loopKind {
 	case StartTool, skill.TransitionTool, skill.FinishTool:
 		return loopSkill
 	}
-	if run := inv.p.Skill; run != nil && !run.Ended() && !contains(run.AllowedTools(), name) {
+	if run := inv.p.Skill; run != nil && !run.Ended() && !slices.Contains(run.AllowedTools(), name) {
 		return loopSkill
 	}
 	if inv.badInput != nil || (inv.p.Allowed != nil && !inv.p.Allowed(name)) || !a.cfg.Tools.Has(name) {
 		return loopUnusable
 	}
 	return loopCall
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // loopCheck counts a proposal and answers it when it trips the breaker:
