@@ -19,12 +19,13 @@ type sseEvent struct {
 }
 
 // sseReader reads events from a text/event-stream body (the WHATWG
-// event-stream format): lines of "field: value" ended by \n or \r\n, an
+// event-stream format): lines of "field: value" ended by \n, \r\n or \r, an
 // event ended by a blank line, data lines joined by \n, comments (":")
 // ignored. An event larger than max bytes is an error.
 type sseReader struct {
-	br  *bufio.Reader
-	max int
+	br    *bufio.Reader
+	max   int
+	lines [][]byte // lines already read, split on lone \r
 }
 
 func newSSEReader(r io.Reader, max int) *sseReader {
@@ -44,7 +45,9 @@ func (s *sseReader) next() (sseEvent, error) {
 			return sseEvent{}, err
 		}
 		if len(line) == 0 {
-			if hasData || ev.hasID || ev.retry > 0 {
+			// An empty data buffer dispatches nothing (WHATWG), but an
+			// id or a retry on its own is kept: the priming event.
+			if data.Len() > 0 || ev.hasID || ev.retry > 0 {
 				ev.data = data.Bytes()
 				return ev, nil
 			}
@@ -81,25 +84,35 @@ func (s *sseReader) next() (sseEvent, error) {
 
 var errEventTooLarge = errors.New("SSE event over the size limit")
 
+// readLine returns the next line without its terminator: \r\n, \n or a
+// lone \r, as the format allows.
 func (s *sseReader) readLine(size *int) ([]byte, error) {
-	var line []byte
+	if len(s.lines) > 0 {
+		line := s.lines[0]
+		s.lines = s.lines[1:]
+		return line, nil
+	}
+	var chunk []byte
 	for {
-		chunk, err := s.br.ReadSlice('\n')
-		*size += len(chunk)
+		part, err := s.br.ReadSlice('\n')
+		*size += len(part)
 		if *size > s.max+64 {
 			return nil, errEventTooLarge
 		}
-		line = append(line, chunk...)
+		chunk = append(chunk, part...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
 		if err != nil {
-			if err == io.EOF && len(line) > 0 {
+			if err == io.EOF && len(chunk) > 0 {
 				err = io.ErrUnexpectedEOF
 			}
 			return nil, err
 		}
-		line = bytes.TrimSuffix(line[:len(line)-1], []byte("\r"))
-		return line, nil
+		break
 	}
+	chunk = bytes.TrimSuffix(chunk[:len(chunk)-1], []byte("\r"))
+	lines := bytes.Split(chunk, []byte("\r"))
+	s.lines = lines[1:]
+	return lines[0], nil
 }
