@@ -144,3 +144,25 @@ func TestReferenceServerOverStdio(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkReferenceServerStartToTools measures a stdio server's start to
+// its tools being known: process start (Node), initialize, tools/list,
+// Close.
+//
+//	go test -run '^$' -bench ReferenceServerStartToTools -benchtime 10x ./internal/mcp
+func BenchmarkReferenceServerStartToTools(b *testing.B) {
+	ev := mcptest.FindEverything(b)
+	ctx := context.Background()
+	for b.Loop() {
+		c, err := mcp.Connect(ctx, mcp.NewStdio(exec.Command(ev.Node, ev.Script, "stdio"), nil), mcp.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if tools, err := c.ListTools(ctx); err != nil || len(tools) == 0 {
+			b.Fatalf("ListTools = %d tools, %v", len(tools), err)
+		}
+		b.StopTimer()
+		c.Close()
+		b.StartTimer()
+	}
+}
