@@ -46,6 +46,7 @@ var rules = map[string]rule{
 	"email_accounts": {class: ctl.ClassHot, noun: "email account",
 		held: func(_ string, b rpc.ResourceBindings) []string { return []string{b.Email} }, removeHeld: true},
 	"search":        {class: ctl.ClassHot},
+	"spend":         {class: ctl.ClassHot},
 	"embedding":     {class: ctl.ClassRestart, why: restartChoird},
 	"transcription": {class: ctl.ClassRestart, why: restartChoird},
 	"gateways":      {class: ctl.ClassRestart, why: restartChoird},
@@ -71,6 +72,7 @@ var rules = map[string]rule{
 	"container":                    {class: ctl.ClassNextStart, why: nextStart},
 	"snapshot_every_revs":          {class: ctl.ClassHot},
 	"snapshot_interval_ms":         {class: ctl.ClassHot},
+	"loop_breaker":                 {class: ctl.ClassHot},
 }
 
 // ruleFor is the rule of a top-level member; unknown ones need a restart.

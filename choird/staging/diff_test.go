@@ -18,6 +18,8 @@ import (
 func TestEveryConfigMemberIsClassified(t *testing.T) {
 	c := config.Default()
 	c.Embedding = &config.Embedding{}
+	c.Metrics = &config.Metrics{}
+	c.Spend = &config.Spend{}
 	for key := range members(&c) {
 		if _, ok := rules[key]; !ok {
 			t.Errorf("config.json member %q has no rule in staging.rules: say whether a change of it is hot-reload, next-start or restart-required", key)
