@@ -11,7 +11,7 @@ import (
 
 // callLog builds a chained log of n events where every odd revision is a
 // ModelCall whose payload payload(rev) gives.
-func callLog(t *testing.T, n int64, payload func(rev int64) string) []Event {
+func callLog(t testing.TB, n int64, payload func(rev int64) string) []Event {
 	t.Helper()
 	var h chain.Hasher
 	var out []Event
