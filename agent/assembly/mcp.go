@@ -29,7 +29,7 @@ func (rt *Runtime) loadTools(builtins []tool.Tool) (*tool.Registry, error) {
 	rt.mu.Lock()
 	rt.mcp = set
 	rt.mu.Unlock()
-	extra := set.Tools()
+	extra := append(set.Tools(), set.ResourceTools()...)
 	if len(extra) == 0 {
 		return base, nil
 	}

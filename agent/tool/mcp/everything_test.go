@@ -65,7 +65,7 @@ func TestEverythingOverStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	reg, err := tool.Load(set.Tools(), "", "")
+	reg, err := tool.Load(append(set.Tools(), set.ResourceTools()...), "", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,6 +76,15 @@ func TestEverythingOverStdio(t *testing.T) {
 	}
 	if r := run(t, reg, "mcp.everything.echo", `{"message":"hello there"}`); r.Status != tool.StatusSuccess || !strings.Contains(r.Summary, "hello there") {
 		t.Errorf("echo = %+v", r)
+	}
+	if r := run(t, reg, ResourcesName, `{"server":"everything"}`); r.Status != tool.StatusSuccess || !strings.Contains(r.Summary, "demo://resource/static/document/") {
+		t.Errorf("choir.mcp.resources = %+v; want the server's documents", r)
+	}
+	if r := run(t, reg, ReadName, `{"server":"everything","uri":"demo://resource/dynamic/text/1"}`); r.Status != tool.StatusSuccess || r.Summary == "" {
+		t.Errorf("choir.mcp.read = %+v; want the resource's text", r)
+	}
+	if _, err := reg.Prepare(ReadName, json.RawMessage(`{"server":"nosuch","uri":"x"}`)); err == nil {
+		t.Error("choir.mcp.read of an undeclared server was accepted")
 	}
 	if r := run(t, reg, "mcp.everything.get_sum", `{"a":2,"b":40}`); !strings.Contains(r.Summary, "42") {
 		t.Errorf("get_sum = %+v", r)
