@@ -315,3 +315,30 @@ func TestHTTPUnreachableServer(t *testing.T) {
 		t.Fatalf("Connect to a closed port = %v; want initialize and connection refused", err)
 	}
 }
+
+// A server that opens the answer's SSE stream and then says nothing: the
+// call ends with its context and the server is told.
+func TestHTTPStalledStream(t *testing.T) {
+	srv := &mcptest.Server{SSE: true, Handle: func(c *mcptest.Call) (any, *mcptest.Error) {
+		<-c.Ctx.Done()
+		return nil, nil
+	}}
+	c := connectHTTP(t, httpServer(t, srv), mcp.Options{RequestTimeout: 200 * time.Millisecond})
+	_, err := c.CallTool(context.Background(), "stall", nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "no answer within 200ms") {
+		t.Fatalf("CallTool on a stalled stream = %v; want the timeout", err)
+	}
+	if !srv.WaitFor(10*time.Second, func(ms []mcptest.Message) bool {
+		for _, m := range ms {
+			if m.Method == "notifications/cancelled" {
+				return true
+			}
+		}
+		return false
+	}) {
+		t.Errorf("no notifications/cancelled; the server got %q", mcptest.Methods(srv.Received()))
+	}
+	if err := c.Ping(testCtx(t)); err != nil {
+		t.Errorf("Ping after the timeout: %v", err)
+	}
+}
