@@ -18,7 +18,9 @@
 // refusal an *HTTPError (errors.As). After the connection is lost every
 // call fails with an error wrapping ErrClosed and the reason (the
 // process's exit status and its last stderr lines, the HTTP failure);
-// Client.Done and Client.Err tell a supervisor. The client never restarts a
+// Client.Done and Client.Err tell a supervisor. Over HTTP there is no
+// connection to lose: each request fails on its own, and Done closes only
+// with Close. The client never restarts a
 // server itself: whoever started it decides (agent/tool/mcp restarts with
 // backoff).
 //
