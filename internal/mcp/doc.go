@@ -91,7 +91,8 @@
 // carrying a session id means the session ended: the client initializes a
 // new session, calls Options.OnToolsChanged, and retries the request once.
 // After initialize the client keeps a GET stream open for the server's own
-// messages, reopened after its retry time when it ends (growing to 30 s
+// messages (a new one for each new session), reopened after its retry time
+// when it ends (growing to 30 s
 // while streams come back empty); 405 means the server has none, and any
 // other refusal stops it with a log line. Responses are looked up by id
 // whatever stream carries them. An SSE event or JSON body over

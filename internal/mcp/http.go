@@ -24,11 +24,11 @@ type HTTP struct {
 	hc     *http.Client
 	desc   string
 
-	mu        sync.Mutex
-	session   string
-	version   string
-	streams   map[string]context.CancelFunc // request id → its POST stream
-	listening bool
+	mu         sync.Mutex
+	session    string
+	version    string
+	streams    map[string]context.CancelFunc // request id → its POST stream
+	stopListen context.CancelFunc            // ends the GET stream
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -110,16 +110,19 @@ func (t *HTTP) start(ctx context.Context, s sink, lim limits) error {
 	return nil
 }
 
+// negotiated opens the GET stream of the new session (after a session
+// was lost, the old stream's goroutine is stopped first).
 func (t *HTTP) negotiated(version string) {
 	t.mu.Lock()
 	t.version = version
-	start := !t.listening
-	t.listening = true
-	t.mu.Unlock()
-	if start {
-		t.wg.Add(1)
-		go t.listen()
+	if t.stopListen != nil {
+		t.stopListen()
 	}
+	ctx, cancel := context.WithCancel(t.ctx)
+	t.stopListen = cancel
+	t.mu.Unlock()
+	t.wg.Add(1)
+	go t.listen(ctx)
 }
 
 func (t *HTTP) abandon(id string) {
@@ -314,22 +317,17 @@ func (t *HTTP) requestStream(ctx context.Context, cancel context.CancelFunc, bod
 // listen keeps the GET stream open for the server's own requests and
 // notifications. A server that has none (405, or any refusal) is left
 // alone; a stream that ends is reopened after its retry time.
-func (t *HTTP) listen() {
+func (t *HTTP) listen(ctx context.Context) {
 	defer t.wg.Done()
-	defer func() {
-		t.mu.Lock()
-		t.listening = false
-		t.mu.Unlock()
-	}()
 	st := streamState{retry: defaultSSERetry}
 	wait := time.Duration(0)
 	for {
-		if !sleepCtx(t.ctx, wait) {
+		if !sleepCtx(ctx, wait) {
 			return
 		}
-		resp, err := t.get(t.ctx, st.lastID)
+		resp, err := t.get(ctx, st.lastID)
 		if err != nil {
-			if t.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			var he *HTTPError
@@ -344,7 +342,7 @@ func (t *HTTP) listen() {
 		}
 		got, err := t.consume(resp.Body, &st, "")
 		resp.Body.Close()
-		if t.ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		if errors.Is(err, errEventTooLarge) {

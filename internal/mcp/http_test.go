@@ -342,3 +342,29 @@ func TestHTTPStalledStream(t *testing.T) {
 		t.Errorf("Ping after the timeout: %v", err)
 	}
 }
+
+// After a new session the GET stream is reopened with the new session id.
+func TestHTTPGetStreamFollowsNewSession(t *testing.T) {
+	srv := &mcptest.Server{Sessions: true, GetStream: true, Tools: []json.RawMessage{echoTool}}
+	c := connectHTTP(t, httpServer(t, srv), mcp.Options{})
+	getWith := func(session string) func([]mcptest.Message) bool {
+		return func(ms []mcptest.Message) bool {
+			for _, m := range ms {
+				if m.HTTPMethod == "GET" && m.Header["Mcp-Session-Id"] == session {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	if !srv.WaitFor(10*time.Second, getWith("sess-1")) {
+		t.Fatal("no GET stream in sess-1")
+	}
+	srv.ExpireSession()
+	if _, err := c.ListTools(testCtx(t)); err != nil {
+		t.Fatalf("ListTools after the session ended: %v", err)
+	}
+	if !srv.WaitFor(10*time.Second, getWith("sess-2")) {
+		t.Fatalf("no GET stream in the new session sess-2; requests: %q", mcptest.Methods(srv.Received()))
+	}
+}
