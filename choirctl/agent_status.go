@@ -79,6 +79,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	if r := st.Restart; r != nil {
 		fmt.Fprintf(tw, "restart\t%s\n", restartLine(r, time.Now()))
 	}
+	if st.Spend != "" {
+		fmt.Fprintf(tw, "spend\t%s\n", st.Spend)
+	}
 	if st.SessionID != "" {
 		fmt.Fprintf(tw, "session\t%s\n", st.SessionID)
 		fmt.Fprintf(tw, "container\t%s\n", st.Container)
@@ -123,6 +126,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 			}
 		}
 		fmt.Fprintln(tw)
+		if l.MCPDown != "" {
+			fmt.Fprintf(tw, "mcp down\t%s\n", l.MCPDown)
+		}
 	}
 	return tw.Flush()
 }

@@ -301,6 +301,7 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 		commitFile(t, global, "Dockerfile.base", "FROM "+base+"\nCOPY choir-agent /choir/bin/choir-agent\nENTRYPOINT [\"/choir/bin/choir-agent\"]\n", 0o644)
 		commitFile(t, agentRepo, "mcp/everything.json", string(decl), 0o644)
 		commitFile(t, agentRepo, "mcp/web.json", string(web), 0o644)
+		commitFile(t, agentRepo, "mcp/broken.json", `{"transport":"stdio","command":"/opt/no-such-server"}`, 0o644)
 		commitFile(t, agentRepo, "rugpull.cjs", rugpullServer, 0o644)
 		commitFile(t, agentRepo, "Dockerfile", "FROM choir-base\nCOPY rugpull.cjs /opt/rugpull.cjs\n", 0o644)
 		commitFile(t, agentRepo, "mcp/rugpull.json", `{"transport":"stdio","command":"`+mcpNode+`","args":["/opt/rugpull.cjs"]}`, 0o644)
@@ -333,6 +334,12 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	if model.offered()["mcp_everything_gzip_file_as_resource"] {
 		t.Error("a tool whose schema choir cannot check (format) was offered")
 	}
+	// A server that cannot start is shown as down by agent status; the
+	// others work.
+	waitUntil(t, "agent status showing the broken server down", time.Minute, func() bool {
+		out, _, _ := ctlRun(t, home, "", "agent", "status", "agent-1")
+		return strings.Contains(out, "mcp down") && strings.Contains(out, "broken (down: start:") && !strings.Contains(out, "everything (")
+	}, report)
 	if out := chat(`CALL mcp_everything_get_sum {"a":19,"b":23}`); !strings.Contains(out, "42") {
 		t.Errorf("get_sum = %q; want 42", out)
 	}

@@ -32,7 +32,7 @@ func TestMCPCheck(t *testing.T) {
 	}
 	good := filepath.Join(dir, "everything.json")
 	decl, _ := json.Marshal(map[string]any{"transport": "stdio", "command": node,
-		"args": []string{filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
+		"args":  []string{filepath.Join(modules, "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"},
 		"tools": map[string]any{"deny": []string{"get-env"}}})
 	os.WriteFile(good, decl, 0o644)
 	out, stderr, code = ctlRun(t, home, "", "mcp", "check", good, "--json")

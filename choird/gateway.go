@@ -34,6 +34,15 @@ type gatewayControl struct {
 
 var _ gateway.Control = gatewayControl{}
 
+// Status is the lifecycle's status with today's spend (/status).
+func (g gatewayControl) Status(agentID string) (ctl.AgentStatus, error) {
+	st, err := g.Manager.Status(agentID)
+	if err == nil {
+		st.Spend = g.plane.UsageToday(context.Background(), agentID)
+	}
+	return st, err
+}
+
 // SecretNames lists secret names, never values.
 func (g gatewayControl) SecretNames() []string { return g.plane.Config().Secrets.Names() }
 
@@ -41,6 +50,8 @@ func (g gatewayControl) SecretNames() []string { return g.plane.Config().Secrets
 // through the same control-plane methods as the admin API.
 func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string, error) {
 	switch c.Name {
+	case "usage":
+		return usageText(ctx, g.plane, c.Agent) // spend.go
 	case "cores":
 		cores, err := g.Cores(c.Agent)
 		if err != nil {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,4 +158,36 @@ func (u usageView) Allow(ctx context.Context, a ctl.UsageAllow, by string) error
 
 func (u usageView) Today(ctx context.Context, agentID string) (string, error) {
 	return u.ledger.Today(ctx, agentID)
+}
+
+// usageText answers /usage: an agent's (or, for "", every agent's) calls
+// and cost this UTC month, by model for one agent, and today's spend
+// against the daily caps.
+func usageText(ctx context.Context, plane *control.Plane, agentID string) (string, error) {
+	now := time.Now().UTC()
+	q := ctl.UsageQuery{Agent: agentID, Since: time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC), By: "agent"}
+	if agentID != "" {
+		q.By = "model"
+	}
+	rep, err := plane.UsageReport(ctx, q)
+	if err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Model calls since %s (UTC):\n", q.Since.Format("2006-01-02"))
+	if len(rep.Rows) == 0 {
+		b.WriteString("none\n")
+	}
+	for _, r := range rep.Rows {
+		fmt.Fprintf(&b, "%s: %d calls, %d prompt (%d cached) + %d completion tokens, %.4f %s", r.Key, r.Calls,
+			r.PromptTokens, r.CachedTokens, r.CompletionTokens, r.Cost, rep.Currency)
+		if r.Unpriced > 0 {
+			fmt.Fprintf(&b, " (%d calls unpriced)", r.Unpriced)
+		}
+		b.WriteString("\n")
+	}
+	for _, a := range slices.Sorted(maps.Keys(rep.Today)) {
+		fmt.Fprintf(&b, "%s: %s\n", a, rep.Today[a])
+	}
+	return b.String(), nil
 }

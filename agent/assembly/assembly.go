@@ -287,7 +287,7 @@ func (rt *Runtime) status() []rpc.StatusReq {
 	if ln == nil {
 		return nil
 	}
-	return ln.Status()
+	return rt.withMCPStatus(ln.Status()) // mcp.go
 }
 
 // send delivers a message to the bound DM through choird.

@@ -5,6 +5,7 @@ import (
 
 	"choir/agent/tool"
 	mcptool "choir/agent/tool/mcp"
+	"choir/internal/rpc"
 )
 
 // loadTools builds the registry: the built-ins and baked tools, then the
@@ -44,4 +45,21 @@ func (rt *Runtime) stopMCP() {
 	if set != nil {
 		set.Close()
 	}
+}
+
+// withMCPStatus adds the MCP servers that are down to the edge's report
+// (agent status and /status show them).
+func (rt *Runtime) withMCPStatus(st []rpc.StatusReq) []rpc.StatusReq {
+	rt.mu.Lock()
+	set := rt.mcp
+	rt.mu.Unlock()
+	if set == nil || len(st) == 0 {
+		return st
+	}
+	down := set.Down()
+	if len(down) > 1024 {
+		down = down[:1024] + "…"
+	}
+	st[0].MCPDown = down
+	return st
 }

@@ -89,6 +89,7 @@ func (p *Plane) registerAgentRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return lifecycleError(err)
 		}
+		st.Spend = p.UsageToday(r.Context(), id) // usage_api.go
 		writeJSON(w, st)
 		return nil
 	}))

@@ -44,6 +44,7 @@ var commands = []command{
 	{name: "events", menu: "Show the last events", run: cmdControl(true)},
 	{name: "model", menu: "Show or switch a model: /model llm|core_llm|summary_llm <name>", run: cmdControl(false)},
 	{name: "voice", menu: "Show or switch the voice: /voice <name>", run: cmdControl(false)},
+	{name: "usage", menu: "What the agent's model calls cost today and this month", adminMenu: "What model calls cost: /usage [agent]", run: cmdUsage},
 	{name: "inject", menu: "Inject a message at the next safe point", run: cmdInject},
 	{name: "approvals", menu: "List pending approvals", adminMenu: "List all pending approvals", run: cmdApprovals},
 	{name: "approve", menu: "Approve: /approve [id]", run: cmdDecide(true)},
@@ -229,6 +230,24 @@ func cmdInject(ctx context.Context, c *call) {
 
 // cmdControl hands a command the control plane backs (or not yet) to
 // Control.Command; takesAgent lets an admin name the agent first.
+// cmdUsage shows the usage ledger: a regular DM its own agent's, an admin
+// DM every agent's or the one it names.
+func cmdUsage(ctx context.Context, c *call) {
+	if c.dm.admin {
+		cmd := Command{Name: "usage"}
+		if len(c.args) > 0 {
+			cmd.Agent = c.args[0]
+		}
+		c.runControl(ctx, cmd)
+		return
+	}
+	agent, _, ok := c.target(ctx, true)
+	if !ok {
+		return
+	}
+	c.runControl(ctx, Command{Name: "usage", Agent: agent})
+}
+
 func cmdControl(takesAgent bool) func(ctx context.Context, c *call) {
 	return func(ctx context.Context, c *call) {
 		agent, args, ok := c.target(ctx, takesAgent)

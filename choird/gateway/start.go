@@ -97,6 +97,7 @@ func formatStatus(st ctl.AgentStatus) string {
 		}
 	}
 	line("session", st.SessionID)
+	line("spend", st.Spend)
 	line("uptime", st.Uptime)
 	line("image", st.Image)
 	if st.ConfigVersion != 0 {
@@ -136,6 +137,7 @@ func formatStatus(st ctl.AgentStatus) string {
 			s += " (left: " + strings.Join(bs, ", ") + ")"
 		}
 		line("lane "+name, s)
+		line("MCP servers down", l.MCPDown)
 	}
 	return strings.TrimRight(sb.String(), "\n")
 }

@@ -33,6 +33,9 @@ type AgentStatus struct {
 	// heartbeats refused or failing, the engine unreachable while choird
 	// watches its container, Postgres or the engine down for all.
 	Degraded []string `json:"degraded,omitempty"`
+	// Spend is today's spend against the agent's daily caps (issue 23),
+	// "" when no daily cap applies.
+	Spend string `json:"spend,omitempty"`
 }
 
 // StartRequest overrides an agent's default resources for one session.

@@ -244,6 +244,8 @@ type StatusReq struct {
 	// totals (every lane's), which its budget_remaining bounds.
 	TokensUsed int64 `json:"tokens_used,omitempty"`
 	ToolCalls  int64 `json:"tool_calls,omitempty"`
+	// MCPDown names the MCP servers that are not up, with why (edge only).
+	MCPDown string `json:"mcp_down,omitempty"`
 }
 
 // StatusResp acknowledges a status report.
