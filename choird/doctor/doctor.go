@@ -84,6 +84,7 @@ func (d *Doctor) checks() (before, after []Check) {
 	after = []Check{
 		{"logs", d.checkLogs},
 		{"metrics", d.checkMetrics},
+		{"spend", d.checkSpend},
 		{"clock", d.checkClock},
 	}
 	return before, after
