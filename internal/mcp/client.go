@@ -197,6 +197,7 @@ func (c *Client) initialize(ctx context.Context) error {
 	if err := c.t.send(ctx, n); err != nil {
 		return fmt.Errorf("mcp %s: notifications/initialized: %w", c.t, err)
 	}
+	c.t.opened(ctx)
 	return nil
 }
 

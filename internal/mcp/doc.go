@@ -90,9 +90,11 @@
 // stream closed without any event id fails the request. A 404 to a request
 // carrying a session id means the session ended: the client initializes a
 // new session, calls Options.OnToolsChanged, and retries the request once.
-// After initialize the client keeps a GET stream open for the server's own
-// messages (a new one for each new session), reopened after its retry time
-// when it ends (growing to 30 s
+// After notifications/initialized the client opens a GET stream for the
+// server's own messages (a new one for each new session) and waits up to
+// 3 s for the server to answer it before Connect returns, since some
+// servers send their requests (an elicitation) only there; the stream is
+// reopened after its retry time when it ends (growing to 30 s
 // while streams come back empty); 405 means the server has none, and any
 // other refusal stops it with a log line. Responses are looked up by id
 // whatever stream carries them. An SSE event or JSON body over

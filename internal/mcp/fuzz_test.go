@@ -118,6 +118,7 @@ func (nullTransport) String() string                            { return "null" 
 func (nullTransport) start(context.Context, sink, limits) error { return nil }
 func (nullTransport) send(context.Context, outgoing) error      { return nil }
 func (nullTransport) negotiated(string)                         {}
+func (nullTransport) opened(context.Context)                    {}
 func (nullTransport) abandon(string)                            {}
 func (nullTransport) close() error                              { return nil }
 

@@ -66,6 +66,7 @@ const (
 	maxSSEAttempts   = 5
 	errorBodyPreview = 300
 	deleteTimeout    = 5 * time.Second
+	getOpenWait      = 3 * time.Second
 )
 
 // NewHTTP returns a Streamable HTTP transport for the MCP endpoint rawURL.
@@ -110,19 +111,35 @@ func (t *HTTP) start(ctx context.Context, s sink, lim limits) error {
 	return nil
 }
 
-// negotiated opens the GET stream of the new session (after a session
-// was lost, the old stream's goroutine is stopped first).
 func (t *HTTP) negotiated(version string) {
 	t.mu.Lock()
 	t.version = version
+	t.mu.Unlock()
+}
+
+// opened starts the GET stream of a new session (after a session was
+// lost, the old stream's goroutine is stopped first) and waits until the
+// server has answered the GET (or getOpenWait passed): a server may send
+// its own requests only on that stream (the conformance suite's
+// elicitation does), so it must be open before the first call.
+func (t *HTTP) opened(ctx context.Context) {
+	t.mu.Lock()
 	if t.stopListen != nil {
 		t.stopListen()
 	}
-	ctx, cancel := context.WithCancel(t.ctx)
+	lctx, cancel := context.WithCancel(t.ctx)
 	t.stopListen = cancel
 	t.mu.Unlock()
+	ready := make(chan struct{})
 	t.wg.Add(1)
-	go t.listen(ctx)
+	go t.listen(lctx, ready)
+	tm := time.NewTimer(getOpenWait)
+	defer tm.Stop()
+	select {
+	case <-ready:
+	case <-tm.C:
+	case <-ctx.Done():
+	}
 }
 
 func (t *HTTP) abandon(id string) {
@@ -317,8 +334,14 @@ func (t *HTTP) requestStream(ctx context.Context, cancel context.CancelFunc, bod
 // listen keeps the GET stream open for the server's own requests and
 // notifications. A server that has none (405, or any refusal) is left
 // alone; a stream that ends is reopened after its retry time.
-func (t *HTTP) listen(ctx context.Context) {
+func (t *HTTP) listen(ctx context.Context, ready chan struct{}) {
 	defer t.wg.Done()
+	first := true
+	defer func() {
+		if first {
+			close(ready)
+		}
+	}()
 	st := streamState{retry: defaultSSERetry}
 	wait := time.Duration(0)
 	for {
@@ -326,6 +349,10 @@ func (t *HTTP) listen(ctx context.Context) {
 			return
 		}
 		resp, err := t.get(ctx, st.lastID)
+		if first {
+			first = false
+			close(ready)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return

@@ -288,8 +288,9 @@ func (t *Stdio) writeErr(ctx context.Context, err error) error {
 	return fmt.Errorf("write to %s: %w", t, err)
 }
 
-func (t *Stdio) negotiated(string) {}
-func (t *Stdio) abandon(string)    {}
+func (t *Stdio) negotiated(string)      {}
+func (t *Stdio) opened(context.Context) {}
+func (t *Stdio) abandon(string)         {}
 
 func (t *Stdio) kill() {
 	if t.cmd != nil && t.cmd.Process != nil {

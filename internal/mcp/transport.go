@@ -18,6 +18,8 @@ type Transport interface {
 	send(ctx context.Context, m outgoing) error
 	// negotiated is told the protocol version after initialize.
 	negotiated(version string)
+	// opened is told the session is ready (notifications/initialized sent).
+	opened(ctx context.Context)
 	// abandon is told a request will not be waited for any longer.
 	abandon(id string)
 	close() error
