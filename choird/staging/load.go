@@ -62,5 +62,8 @@ func Load(ctx context.Context, home config.Home, chk Checker, progress func(stri
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("%d problem(s); nothing is staged:\n%s", len(problems), strings.Join(problems, "\n"))
 	}
+	if w := config.UnpricedWarning(l.Config); w != "" {
+		s.Warnings = append(s.Warnings, w)
+	}
 	return s, nil
 }

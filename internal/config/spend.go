@@ -1,9 +1,11 @@
 package config
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Spend caps what model calls may cost (issue 23): for the whole
@@ -145,4 +147,19 @@ func (c *Config) Unpriced() []string {
 		}
 	}
 	return out
+}
+
+// UnpricedWarning says, when a cap in currency is set, which models have
+// no price and so count in tokens only; "" when nothing is to say.
+func UnpricedWarning(c *Config) string {
+	currency := c.Spend != nil && (c.Spend.PerDay != nil || c.Spend.PerMonth != nil)
+	for _, a := range c.Agents {
+		currency = currency || (a.Spend != nil && (a.Spend.PerDay != nil || a.Spend.PerMonth != nil))
+	}
+	unpriced := c.Unpriced()
+	if !currency || len(unpriced) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("models without a price count in tokens only, not against the caps in %s: %s (set models.<name>.price, or cap in tokens)",
+		c.Spend.CurrencyOrDefault(), strings.Join(unpriced, ", "))
 }
