@@ -64,7 +64,8 @@ type Client struct {
 	opts Options
 	log  *slog.Logger
 
-	nextID atomic.Int64
+	nextID    atomic.Int64
+	junkCount atomic.Int64 // skipped messages logged so far
 
 	mu         sync.Mutex
 	pending    map[string]chan result
@@ -407,6 +408,20 @@ func (c *Client) failRequest(id string, err error) {
 // warn implements sink.
 func (c *Client) warn(msg string, args ...any) { c.log.Warn(msg, args...) }
 
+// maxJunkWarnings bounds the log lines one connection spends on messages it
+// skips: a server printing garbage in a loop must not flood the log.
+const maxJunkWarnings = 20
+
+// junk logs a skipped message, up to maxJunkWarnings per connection.
+func (c *Client) junk(msg string, args ...any) {
+	switch n := c.junkCount.Add(1); {
+	case n <= maxJunkWarnings:
+		c.log.Warn(msg, args...)
+	case n == maxJunkWarnings+1:
+		c.log.Warn("the server keeps sending messages that are skipped; no more are logged on this connection", "logged", maxJunkWarnings)
+	}
+}
+
 // receive implements sink: it dispatches one message or batch.
 func (c *Client) receive(raw []byte) {
 	raw = bytes.TrimSpace(raw)
@@ -416,7 +431,7 @@ func (c *Client) receive(raw []byte) {
 	if raw[0] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(raw, &batch); err != nil {
-			c.log.Warn("the server sent something that is not JSON-RPC; ignored", "line", preview(raw), "err", err)
+			c.junk("the server sent something that is not JSON-RPC; ignored", "line", preview(raw), "err", err)
 			return
 		}
 		for _, m := range batch {
@@ -430,7 +445,7 @@ func (c *Client) receive(raw []byte) {
 	}
 	var m message
 	if err := json.Unmarshal(raw, &m); err != nil || m.JSONRPC != "2.0" {
-		c.log.Warn("the server sent something that is not JSON-RPC 2.0; ignored", "line", preview(raw))
+		c.junk("the server sent something that is not JSON-RPC 2.0; ignored", "line", preview(raw))
 		return
 	}
 	switch {
@@ -441,7 +456,7 @@ func (c *Client) receive(raw []byte) {
 		delete(c.pending, key)
 		c.mu.Unlock()
 		if !ok {
-			c.log.Warn("the server answered a request id that is not waiting; ignored", "id", key)
+			c.junk("the server answered a request id that is not waiting; ignored", "id", key)
 			return
 		}
 		if m.Error != nil {
@@ -456,7 +471,7 @@ func (c *Client) receive(raw []byte) {
 	case m.isRequest():
 		c.serverRequest(m)
 	default:
-		c.log.Warn("the server sent a JSON-RPC message with neither method nor id; ignored", "line", preview(raw))
+		c.junk("the server sent a JSON-RPC message with neither method nor id; ignored", "line", preview(raw))
 	}
 }
 
@@ -480,7 +495,7 @@ func (c *Client) refuse(raw []byte, fault error) {
 		}
 		fallthrough
 	default:
-		c.log.Warn("refused a message from the server", "err", fault, "line", preview(raw))
+		c.junk("refused a message from the server", "err", fault, "line", preview(raw))
 	}
 }
 
@@ -492,7 +507,7 @@ func (c *Client) notification(method string, params json.RawMessage) {
 			Progress
 		}
 		if json.Unmarshal(params, &p) != nil {
-			c.log.Warn("bad notifications/progress; ignored", "params", preview(params))
+			c.junk("bad notifications/progress; ignored", "params", preview(params))
 			return
 		}
 		c.mu.Lock()
@@ -504,7 +519,7 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	case "notifications/message":
 		var l LogMessage
 		if json.Unmarshal(params, &l) != nil {
-			c.log.Warn("bad notifications/message; ignored", "params", preview(params))
+			c.junk("bad notifications/message; ignored", "params", preview(params))
 			return
 		}
 		if f := c.opts.OnLog; f != nil {

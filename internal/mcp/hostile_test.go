@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +36,18 @@ func TestHostileStdioServers(t *testing.T) {
 					send(`{"jsonrpc":"1.0","id":` + string(m.ID) + `,"result":{}}`)
 					send(`{"jsonrpc":"2.0"}`)
 					send("")
+					send(result(m, okCall))
+				}
+				return false
+			},
+		},
+		{
+			name: "a flood of garbage is skipped and logged only so often",
+			respond: func(m rawMsg, send func(string)) bool {
+				if m.Method == "tools/call" {
+					for i := range 500 {
+						send(fmt.Sprintf("debug line %d", i))
+					}
 					send(result(m, okCall))
 				}
 				return false
@@ -167,8 +180,11 @@ func TestHostileStdioServers(t *testing.T) {
 				if err != nil || res.Text() != "ok" {
 					t.Fatalf("CallTool = %+v, %v; want the text ok", res, err)
 				}
-				if strings.Contains(tt.name, "garbage") && len(logs.all()) < 4 {
+				if strings.Contains(tt.name, "garbage lines") && len(logs.all()) < 4 {
 					t.Errorf("warnings logged = %q; want one per line that is not JSON-RPC 2.0", logs.all())
+				}
+				if strings.Contains(tt.name, "flood") && len(logs.all()) != 21 {
+					t.Errorf("%d warnings logged for 500 garbage lines; want 20 and one saying the rest are not logged", len(logs.all()))
 				}
 				return
 			}
