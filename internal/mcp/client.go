@@ -30,9 +30,10 @@ type Options struct {
 	// OnLog receives the server's notifications/message. It runs on the
 	// reading goroutine: keep it quick and do not call the Client from it.
 	OnLog func(LogMessage)
-	// OnToolsChanged is called (on its own goroutine) after
-	// notifications/tools/list_changed, and after the client had to start
-	// a new HTTP session: list the tools again.
+	// OnToolsChanged is called after notifications/tools/list_changed,
+	// and after the client had to start a new HTTP session: list the tools
+	// again. It runs on a goroutine of its own, one call at a time; changes
+	// announced while it runs are folded into one more call.
 	OnToolsChanged func()
 	// OnNotification receives every other server notification.
 	// It runs on the reading goroutine.
@@ -65,7 +66,10 @@ type Client struct {
 	log  *slog.Logger
 
 	nextID    atomic.Int64
-	junkCount atomic.Int64 // skipped messages logged so far
+	junkCount atomic.Int64  // skipped messages logged so far
+	changed   chan struct{} // a pending OnToolsChanged call (capacity 1)
+	closeOnce sync.Once
+	closeErr  error
 
 	mu         sync.Mutex
 	pending    map[string]chan result
@@ -119,6 +123,10 @@ func Connect(ctx context.Context, t Transport, opts Options) (*Client, error) {
 		done:       make(chan struct{}),
 	}
 	c.baseCtx, c.stop = context.WithCancel(context.Background())
+	if opts.OnToolsChanged != nil {
+		c.changed = make(chan struct{}, 1)
+		go c.announceChanges()
+	}
 	if err := t.start(ctx, c, limits{maxMessage: opts.MaxMessageBytes}); err != nil {
 		c.stop()
 		return nil, fmt.Errorf("mcp: start %s: %w", t, err)
@@ -160,8 +168,34 @@ func (c *Client) Err() error {
 // closes the server's stdin, waits for it to exit, then terminates and
 // kills it. Calls in flight fail with ErrClosed.
 func (c *Client) Close() error {
-	c.shutdown(ErrClosed)
-	return c.t.close()
+	c.closeOnce.Do(func() {
+		c.shutdown(ErrClosed)
+		c.closeErr = c.t.close()
+	})
+	return c.closeErr
+}
+
+// toolsChanged schedules an OnToolsChanged call; a call already pending
+// covers this change too.
+func (c *Client) toolsChanged() {
+	if c.changed == nil {
+		return
+	}
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) announceChanges() {
+	for {
+		select {
+		case <-c.changed:
+			c.opts.OnToolsChanged()
+		case <-c.baseCtx.Done():
+			return
+		}
+	}
 }
 
 func (c *Client) initialize(ctx context.Context) error {
@@ -215,9 +249,7 @@ func (c *Client) reinitialize(ctx context.Context, gen int) error {
 		return err
 	}
 	c.gen++
-	if f := c.opts.OnToolsChanged; f != nil {
-		go f()
-	}
+	c.toolsChanged()
 	return nil
 }
 
@@ -526,9 +558,7 @@ func (c *Client) notification(method string, params json.RawMessage) {
 			f(l)
 		}
 	case "notifications/tools/list_changed":
-		if f := c.opts.OnToolsChanged; f != nil {
-			go f()
-		}
+		c.toolsChanged()
 	case "notifications/cancelled":
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -372,4 +373,55 @@ func TestVersionNegotiation(t *testing.T) {
 			t.Fatal("Connect accepted 2025-06-18 though Options.Versions names only 2025-11-25")
 		}
 	})
+}
+
+// A server announcing list changes in a burst gets them folded: one
+// OnToolsChanged call at a time, the burst read as one more call.
+func TestToolsChangedBurstIsFolded(t *testing.T) {
+	firstRuns := make(chan struct{})
+	srv := &mcptest.Server{Handle: func(c *mcptest.Call) (any, *mcptest.Error) {
+		c.Notify("notifications/tools/list_changed", map[string]any{})
+		<-firstRuns
+		for range 999 {
+			c.Notify("notifications/tools/list_changed", map[string]any{})
+		}
+		return map[string]any{"content": []any{}}, nil
+	}}
+	release := make(chan struct{})
+	calls := make(chan int, 10)
+	var n, running atomic.Int32
+	c := pipeServer(t, srv, mcp.Options{OnToolsChanged: func() {
+		if running.Add(1) > 1 {
+			t.Error("OnToolsChanged called while another call runs")
+		}
+		k := int(n.Add(1))
+		calls <- k
+		if k == 1 {
+			close(firstRuns)
+			<-release
+		}
+		running.Add(-1)
+	}})
+	if _, err := c.CallTool(testCtx(t), "burst", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The 999 came while the first call ran and were read before the
+	// answer: they are folded into one pending call.
+	for want := 1; want <= 2; want++ {
+		select {
+		case k := <-calls:
+			if k != want {
+				t.Fatalf("call %d; want %d", k, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("OnToolsChanged call %d never came", want)
+		}
+		if want == 1 {
+			close(release)
+		}
+	}
+	c.Close()
+	if got := n.Load(); got != 2 {
+		t.Errorf("OnToolsChanged called %d times for a burst of 1000; want 2", got)
+	}
 }
