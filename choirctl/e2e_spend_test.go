@@ -224,8 +224,9 @@ func TestDailyCapHoldsAcrossSessionsAndRestarts(t *testing.T) {
 		}
 	}
 	refused("at the cap")
-	if out, _, code := ctlRun(t, b.home, "", "agent", "status", "agent-1"); code != 0 || !strings.Contains(out, "running") {
-		t.Fatalf("agent status after the refusal = %d %q; want the session still running", code, out)
+	if out, _, code := ctlRun(t, b.home, "", "agent", "status", "agent-1"); code != 0 || !strings.Contains(out, "running") ||
+		!strings.Contains(out, "of 150000 tokens (daily cap in tokens)") {
+		t.Fatalf("agent status after the refusal = %d %q; want the session still running and today's spend against the cap", code, out)
 	}
 
 	// A new session: the cap is the agent's, not the session's.
