@@ -286,6 +286,18 @@ func TestDailyCapHoldsAcrossSessionsAndRestarts(t *testing.T) {
 // answers do). Every answer is in the ledger once, and the replicated log
 // holds one ModelCall per ledger row.
 func TestParallelCoresStayUnderTheCap(t *testing.T) {
+	// default: each call reserves its prompt and 4096 tokens for the
+	// answer; max_tokens: the model's request template sends max_tokens
+	// 100, which the reservation takes instead.
+	for _, tc := range []struct {
+		name    string
+		request map[string]any
+	}{{"default", nil}, {"max_tokens", map[string]any{"body": map[string]any{"max_tokens": 100}}}} {
+		t.Run(tc.name, func(t *testing.T) { parallelCores(t, tc.request) })
+	}
+}
+
+func parallelCores(t *testing.T, request map[string]any) {
 	const capTokens = 40_000
 	m := &spendModel{}
 	m.prompt.Store(200)
@@ -294,6 +306,9 @@ func TestParallelCoresStayUnderTheCap(t *testing.T) {
 		cfg["spend"] = map[string]any{"per_day_tokens": capTokens, "warn_at": 0.5}
 		cfg["budgets"] = map[string]any{"max_core_jobs": 8, "per_job_max_steps": 500, "per_job_max_tool_calls": 500,
 			"max_tool_calls_per_session": 5000, "total_session_tokens": 10_000_000}
+		if request != nil {
+			cfg["models"].(map[string]any)["m"].(map[string]any)["request"] = request
+		}
 	})
 	if out := b.chat(t, "spawn 8"); !strings.Contains(out, "ok") {
 		t.Fatalf("chat spawn 8 = %q\n%s", out, b.report())
