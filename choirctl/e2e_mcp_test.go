@@ -364,6 +364,21 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 		t.Errorf("the MCP server's environment holds more than its declared secret: %q", out)
 	}
 
+	// The server asks the user a question (elicitation): it appears in the
+	// DM with the form's defaults, and the user's "accept name=..." answers it.
+	asked, stopAsked := consoleSubscriber(t, home)
+	elicit := goChat(t, home, "agent-1", `CALL mcp_everything_trigger_elicitation_request {}`)
+	waitUntil(t, "the server's question in the DM", 2*time.Minute, func() bool {
+		return strings.Contains(asked.String(), "MCP server everything asks")
+	}, func() string { return asked.String() + report() })
+	stopAsked()
+	if out := chat("accept name=Ada"); !strings.Contains(out, "went to MCP server everything") {
+		t.Errorf("the answer = %q; want it acknowledged", out)
+	}
+	if r := chatEnded(t, elicit, report); !strings.Contains(r.out, "Ada") {
+		t.Errorf("the elicitation's result = %d %q %q; want the user's input", r.code, r.out, r.stderr)
+	}
+
 	// A tool error.
 	if out := chat(`CALL mcp_everything_get_resource_reference {"resourceType":"Text","resourceId":-3}`); !strings.Contains(out, "tool_error") {
 		t.Errorf("a failing MCP tool = %q; want a tool_error result", out)

@@ -137,7 +137,12 @@ func checkConnect(ctx context.Context, e *env, d *mcpdecl.Decl, rep *mcpCheckRep
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	c, err := mcp.Connect(ctx, t, mcp.Options{ClientName: "choirctl"})
+	// Declare elicitation as the agent does: some servers list tools only
+	// to clients that can answer them. Here every question is declined.
+	c, err := mcp.Connect(ctx, t, mcp.Options{ClientName: "choirctl",
+		Elicit: func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) {
+			return mcp.ElicitResult{Action: mcp.ActionDecline}, nil
+		}})
 	if err != nil {
 		rep.Error = err.Error()
 		return

@@ -231,6 +231,9 @@ func (rt *Runtime) push(ev rpc.PushEvent) {
 			rt.log.Debug("user message already queued", "id", m.ID)
 			return
 		}
+		if rt.mcpAnswer(m) { // mcp.go: the answer to an MCP server's question
+			return
+		}
 		if !ln.Post(m) {
 			rt.log.Warn("user message not queued: the lanes are stopping", "id", m.ID)
 		}

@@ -3,6 +3,7 @@ package assembly
 import (
 	"path/filepath"
 
+	"choir/agent/lane"
 	"choir/agent/tool"
 	mcptool "choir/agent/tool/mcp"
 	"choir/internal/rpc"
@@ -62,4 +63,21 @@ func (rt *Runtime) withMCPStatus(st []rpc.StatusReq) []rpc.StatusReq {
 	}
 	st[0].MCPDown = down
 	return st
+}
+
+// mcpAnswer takes a user message that answers an MCP server's open
+// question (accept, decline or cancel) away from the lanes, and replies
+// to it saying where it went.
+func (rt *Runtime) mcpAnswer(m rpc.UserMessage) bool {
+	rt.mu.Lock()
+	set := rt.mcp
+	rt.mu.Unlock()
+	if set == nil {
+		return false
+	}
+	ack, ok := set.Answer(m.Text)
+	if ok {
+		rt.reply(lane.Reply{ReplyTo: m.ID, Text: ack})
+	}
+	return ok
 }

@@ -60,7 +60,9 @@ func TestEverythingOverStdio(t *testing.T) {
 	dir := t.TempDir()
 	writeDecl(t, dir, "everything", map[string]any{"transport": "stdio", "command": node, "args": []string{script, "stdio"}, "timeout_ms": 60000})
 	log := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	set, err := Start(Config{Dir: dir, PinsFile: filepath.Join(dir, "none.json"), Workspace: t.TempDir(), Log: log})
+	told := make(chan string, 16)
+	set, err := Start(Config{Dir: dir, PinsFile: filepath.Join(dir, "none.json"), Workspace: t.TempDir(), Log: log,
+		Notify: func(s string) { told <- s }, ElicitTimeout: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +87,31 @@ func TestEverythingOverStdio(t *testing.T) {
 	}
 	if _, err := reg.Prepare(ReadName, json.RawMessage(`{"server":"nosuch","uri":"x"}`)); err == nil {
 		t.Error("choir.mcp.read of an undeclared server was accepted")
+	}
+	// The server's question goes to the DM; the user's answer comes back.
+	for _, c := range []struct{ answer, want string }{
+		{"accept name=Ada", "Ada"},
+		{"decline", "declined"},
+		{"", "declined"}, // no answer: declined at the timeout
+	} {
+		done := make(chan tool.Result, 1)
+		go func() { done <- run(t, reg, "mcp.everything.trigger_elicitation_request", `{}`) }()
+		if q := <-told; !strings.Contains(q, "MCP server everything asks") || !strings.Contains(q, "default") {
+			t.Fatalf("question in the DM = %q", q)
+		}
+		if _, ok := set.Answer("hello, unrelated"); ok {
+			t.Error("a message that is not an answer was taken as one")
+		}
+		if c.answer != "" {
+			if ack, ok := set.Answer(c.answer); !ok || !strings.Contains(ack, "everything") {
+				t.Errorf("Answer(%q) = %q, %v", c.answer, ack, ok)
+			}
+		} else if n := <-told; !strings.Contains(n, "No answer") {
+			t.Errorf("timeout notice = %q", n)
+		}
+		if r := <-done; !strings.Contains(r.Summary, c.want) {
+			t.Errorf("elicitation answered %q = %+v; want %q", c.answer, r, c.want)
+		}
 	}
 	if r := run(t, reg, "mcp.everything.get_sum", `{"a":2,"b":40}`); !strings.Contains(r.Summary, "42") {
 		t.Errorf("get_sum = %+v", r)

@@ -40,7 +40,12 @@ func ListMain(dir string, stdout, stderr io.Writer) int {
 	for _, d := range decls {
 		d := withoutSecrets(d)
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		c, err := o.dial(ctx, d, hooks{log: log.With("mcp_server", d.Name)})
+		// The client declares what the agent's does (elicitation), since
+		// servers list some tools only to clients that can answer them.
+		decline := func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) {
+			return mcp.ElicitResult{Action: mcp.ActionDecline}, nil
+		}
+		c, err := o.dial(ctx, d, hooks{log: log.With("mcp_server", d.Name), elicit: decline})
 		if err == nil {
 			var defs []mcp.Tool
 			defs, err = c.ListTools(ctx)

@@ -32,6 +32,7 @@ type dialer func(ctx context.Context, d *mcpdecl.Decl, h hooks) (conn, error)
 type hooks struct {
 	toolsChanged func()
 	log          *slog.Logger
+	elicit       func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) // nil: declined
 }
 
 // Server states.
@@ -56,6 +57,8 @@ type Server struct {
 	log  *slog.Logger
 	// changed is told when the live list differs from what is offered.
 	changed func(server string, diff []string)
+	// elicit answers the server's questions (elicit.go); nil declines.
+	elicit func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error)
 
 	mu       sync.Mutex
 	c        conn
@@ -135,7 +138,7 @@ func (s *Server) markFirst() {
 // ends; the error says why it did.
 func (s *Server) connectOnce(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	c, err := s.dial(dctx, s.decl, hooks{log: s.log, toolsChanged: func() { s.relist(ctx) }})
+	c, err := s.dial(dctx, s.decl, hooks{log: s.log, toolsChanged: func() { s.relist(ctx) }, elicit: s.elicit})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)

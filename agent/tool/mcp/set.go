@@ -39,11 +39,15 @@ type Config struct {
 	// tools, which answer server_unavailable until it is.
 	StartWait time.Duration
 	HTTP      *http.Client
-	dial      dialer // tests
+	// ElicitTimeout bounds the wait for the user's answer to a server's
+	// question (default DefaultElicitTimeout).
+	ElicitTimeout time.Duration
+	dial          dialer // tests
 }
 
 // Set is the running servers of one session.
 type Set struct {
+	elicit  *elicitor
 	servers []*Server
 	tools   []tool.Tool
 	cancel  context.CancelFunc
@@ -75,9 +79,10 @@ func Start(cfg Config) (*Set, error) {
 		dial = dialOptions{Secret: cfg.Secret, Workspace: cfg.Workspace, HTTP: cfg.HTTP}.dial
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Set{cancel: cancel}
+	s := &Set{cancel: cancel, elicit: newElicitor(cfg.Notify, cfg.ElicitTimeout)}
 	for _, d := range decls {
 		srv := newServer(d, dial, log, nil)
+		srv.elicit = s.elicit.handler(d.Name)
 		srv.changed = func(server string, _ []string) { s.reportChange(cfg, srv, pins) }
 		s.servers = append(s.servers, srv)
 		s.wg.Add(1)
@@ -232,6 +237,10 @@ func (s *Set) reportChange(cfg Config, srv *Server, pins mcpdecl.Pins) {
 			srv.decl.Name, strings.Join(diff, " "), agent, agent))
 	}
 }
+
+// Answer gives a user's message to the open question of a server when it
+// answers it (accept, decline or cancel); the text says what was done.
+func (s *Set) Answer(text string) (string, bool) { return s.elicit.answer(text) }
 
 // Tools are the choir tools the servers offer this session.
 func (s *Set) Tools() []tool.Tool { return append([]tool.Tool(nil), s.tools...) }

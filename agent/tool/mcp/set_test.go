@@ -68,15 +68,6 @@ func startFake(t *testing.T, decl string, tools []mcp.Tool, pins mcpdecl.Pins, t
 	return set, &told
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 func names(set *Set) []string {
 	var out []string
 	for _, t := range set.Tools() {
