@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -59,6 +60,11 @@ func (o dialOptions) dial(ctx context.Context, d *mcpdecl.Decl, h hooks) (conn, 
 	}
 	switch d.Transport {
 	case mcpdecl.Stdio:
+		// Said here: the launcher that executes it could only say
+		// "no such file or directory".
+		if _, err := os.Stat(d.Command); err != nil {
+			return nil, fmt.Errorf("the command of %s: %w (it must be a path inside the agent image)", d.File, err)
+		}
 		env := sandbox.Env()
 		for _, name := range sortedKeys(d.Env) {
 			v, err := d.Env[name].Resolve(o.Secret)
