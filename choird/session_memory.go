@@ -31,6 +31,7 @@ func startMemory(plane *control.Plane, st *store.Store, log *slog.Logger) (*memo
 		return nil, nil, err
 	}
 	log.Info("embeddings", "embedder", embed.Describe(emb))
+	emb = meterEmbeddings(emb, st, log) // spend.go: the usage ledger
 	svc, err := memory.New(memory.Config{Store: st, Embedder: emb, Log: log,
 		MidTermSessions: func() int { return plane.Config().Config.MidTermSessions }})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"choir/choird/store"
 	"choir/internal/config"
 	"choir/internal/ctl"
+	"choir/internal/embed"
 	"choir/internal/rpc"
 )
 
@@ -190,4 +191,45 @@ func usageText(ctx context.Context, plane *control.Plane, agentID string) (strin
 		fmt.Fprintf(&b, "%s: %s\n", a, rep.Today[a])
 	}
 	return b.String(), nil
+}
+
+// meteredEmbedder records each embeddings call choird makes (memory
+// chunks, queries) in the usage ledger as agent "-": it counts against
+// the installation's caps, not an agent's. The embedder reports no usage,
+// so the tokens are estimated (a token per four bytes); the embedding
+// model has no price.
+type meteredEmbedder struct {
+	embed.Embedder
+	st  *store.Store
+	log *slog.Logger
+}
+
+// meterEmbeddings wraps a remote embedder; the offline hashing one makes
+// no model call and is returned as it is.
+func meterEmbeddings(e embed.Embedder, st *store.Store, log *slog.Logger) embed.Embedder {
+	if _, ok := e.(embed.Hashing); ok {
+		return e
+	}
+	return meteredEmbedder{Embedder: e, st: st, log: log}
+}
+
+func (m meteredEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	began := time.Now()
+	v, err := m.Embedder.Embed(ctx, texts)
+	n := 0
+	for _, t := range texts {
+		n += len(t)
+	}
+	row := store.CallRow{CallID: rpc.NewRequestID(), AgentID: "-", At: time.Now(), Purpose: "embedding", Model: m.Model(),
+		ProviderModel: m.Model(), PromptTokens: int64((n + 3) / 4), Estimated: true, CostSource: rpc.CostNone,
+		LatencyMS: time.Since(began).Milliseconds(), Outcome: rpc.OutcomeOK}
+	if err != nil {
+		row.Outcome, row.PromptTokens = "error", 0
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if _, rerr := m.st.InsertCall(rctx, row); rerr != nil {
+		m.log.Warn("embedding call not recorded in the usage ledger", "error", rerr.Error())
+	}
+	return v, err
 }
