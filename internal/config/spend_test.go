@@ -11,7 +11,7 @@ func TestSpendValidation(t *testing.T) {
 	neg, big, two, warnLow := -1.0, 2e9, 2.0, 0.0
 	negTok := int64(-5)
 	c := &Config{
-		Spend: &Spend{Currency: "usd", WarnAt: &two, PerDay: &neg, PerMonth: &big, PerDayTokens: &negTok},
+		Spend:  &Spend{Currency: "usd", WarnAt: &two, PerDay: &neg, PerMonth: &big, PerDayTokens: &negTok},
 		Agents: map[string]Agent{"a1": {Spend: &Spend{Currency: "EUR", WarnAt: &warnLow, PerMonthTokens: &negTok}}},
 		Models: map[string]Model{"m": {Price: &Price{Input: -1, Output: 2e6, CachedInput: &neg}}},
 	}
