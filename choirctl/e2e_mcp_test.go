@@ -340,6 +340,16 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 		out, _, _ := ctlRun(t, home, "", "agent", "status", "agent-1")
 		return strings.Contains(out, "mcp down") && strings.Contains(out, "broken (down: start:") && !strings.Contains(out, "everything (")
 	}, report)
+	out, _, code := ctlRun(t, home, "", "mcp", "list", "agent-1", "--json")
+	var servers []mcpListEntry
+	json.Unmarshal([]byte(out), &servers)
+	states := map[string]string{}
+	for _, s := range servers {
+		states[s.Server] = s.State
+	}
+	if code != 0 || states["everything"] != "up" || states["web"] != "up" || !strings.HasPrefix(states["broken"], "down: start: the command of") {
+		t.Errorf("mcp list = %d %q; want everything and web up, broken down with why", code, out)
+	}
 	if out := chat(`CALL mcp_everything_get_sum {"a":19,"b":23}`); !strings.Contains(out, "42") {
 		t.Errorf("get_sum = %q; want 42", out)
 	}
@@ -356,7 +366,7 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	}
 
 	// The server got its declared secret, and only it; its output is redacted.
-	out := chat(`CALL mcp_everything_get_env {}`)
+	out = chat(`CALL mcp_everything_get_env {}`)
 	if !strings.Contains(out, "MCP_E2E_TOKEN") || !strings.Contains(out, "[secret:mcp-token]") || strings.Contains(out, mcpToken) {
 		t.Errorf("get_env = %q; want MCP_E2E_TOKEN, its value redacted", out)
 	}

@@ -11,7 +11,8 @@ package main
 // choir names the model would see, each refused one with its reason.
 // list shows the declarations in effect for an agent (its repo's replacing
 // the global repo's of the same server) as choird's last fetch of the
-// repos holds them.
+// repos holds them and, while the agent runs, each server's state (up, or
+// down with its last error) as the agent reports it.
 
 import (
 	"context"
@@ -32,6 +33,7 @@ import (
 	"choir/internal/jsonschema"
 	"choir/internal/mcp"
 	"choir/internal/mcpdecl"
+	"choir/internal/rpc"
 )
 
 var mcpCommands = []command{
@@ -234,6 +236,9 @@ type mcpListEntry struct {
 	Target    string `json:"target"`
 	Secrets   string `json:"secrets,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// State is what the running agent reports: up, or down with why;
+	// empty when the agent is not running or choird cannot be asked.
+	State string `json:"state,omitempty"`
 }
 
 func mcpList(ctx context.Context, e *env, args []string) error {
@@ -271,8 +276,26 @@ func mcpList(ctx context.Context, e *env, args []string) error {
 			byName[name] = en // the agent repo's replaces the global repo's
 		}
 	}
+	down := ""
+	running := false
+	c := e.client()
+	if st, err := c.Agent(ctx, agent); err == nil && st.State == "running" {
+		running = true
+		down = st.Lanes[rpc.LaneEdge].MCPDown
+	}
+	c.Close()
 	var out []mcpListEntry
 	for _, en := range byName {
+		if running {
+			en.State = "up"
+			if i := strings.Index(down, en.Server+" ("); i >= 0 && (i == 0 || down[i-2:i] == ", ") {
+				rest := down[i+len(en.Server)+2:]
+				if j := strings.Index(rest, "), "); j >= 0 {
+					rest = rest[:j+1]
+				}
+				en.State = strings.TrimSuffix(rest, ")")
+			}
+		}
 		out = append(out, en)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Server < out[j].Server })
@@ -286,13 +309,13 @@ func mcpList(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tFROM\tTARGET\tSECRETS")
+	fmt.Fprintln(tw, "SERVER\tTRANSPORT\tFROM\tTARGET\tSECRETS\tSTATE")
 	for _, en := range out {
 		if en.Error != "" {
 			fmt.Fprintf(tw, "%s\t-\t%s\tinvalid: %s\t\n", en.Server, en.From, en.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", en.Server, en.Transport, en.From, en.Target, en.Secrets)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", en.Server, en.Transport, en.From, en.Target, en.Secrets, en.State)
 	}
 	return tw.Flush()
 }
