@@ -142,7 +142,7 @@ func fingerprint(dir, prefix string, files map[string]string) error {
 		switch {
 		case p == ".":
 			return nil
-		case d.IsDir() && (top == ToolsDir || top == SkillsDir || top == "identity"):
+		case d.IsDir() && (top == ToolsDir || top == SkillsDir || top == MCPDir || top == "identity"):
 			return nil
 		case d.IsDir():
 			return fs.SkipDir
