@@ -129,6 +129,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 		if l.MCPDown != "" {
 			fmt.Fprintf(tw, "mcp down\t%s\n", l.MCPDown)
 		}
+		if l.MCPProgress != "" {
+			fmt.Fprintf(tw, "mcp progress\t%s\n", l.MCPProgress)
+		}
 	}
 	return tw.Flush()
 }

@@ -422,6 +422,10 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	case <-time.After(3 * time.Minute):
 		t.Fatalf("the model was never asked for the long call\n%s", report())
 	}
+	waitUntil(t, "the long call's progress in agent status", time.Minute, func() bool {
+		out, _, _ := ctlRun(t, home, "", "agent", "status", "agent-1")
+		return strings.Contains(out, "mcp progress") && strings.Contains(out, "everything.trigger-long-running-operation")
+	}, report)
 	var pids []int
 	waitUntil(t, "the server process", time.Minute, func() bool { pids = serverPIDs(container); return len(pids) == 1 }, report)
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {

@@ -62,6 +62,11 @@ func (rt *Runtime) withMCPStatus(st []rpc.StatusReq) []rpc.StatusReq {
 		down = down[:1024] + "…"
 	}
 	st[0].MCPDown = down
+	progress := set.Progress()
+	if len(progress) > 1024 {
+		progress = progress[:1024] + "…"
+	}
+	st[0].MCPProgress = progress
 	return st
 }
 

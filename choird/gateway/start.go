@@ -138,6 +138,7 @@ func formatStatus(st ctl.AgentStatus) string {
 		}
 		line("lane "+name, s)
 		line("MCP servers down", l.MCPDown)
+		line("MCP calls in progress", l.MCPProgress)
 	}
 	return strings.TrimRight(sb.String(), "\n")
 }

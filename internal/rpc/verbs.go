@@ -246,6 +246,9 @@ type StatusReq struct {
 	ToolCalls  int64 `json:"tool_calls,omitempty"`
 	// MCPDown names the MCP servers that are not up, with why (edge only).
 	MCPDown string `json:"mcp_down,omitempty"`
+	// MCPProgress lists the MCP calls in flight with their servers' last
+	// progress notification (edge only).
+	MCPProgress string `json:"mcp_progress,omitempty"`
 }
 
 // StatusResp acknowledges a status report.

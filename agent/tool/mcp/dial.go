@@ -33,7 +33,8 @@ type client struct {
 }
 
 func (c client) CallTool(ctx context.Context, name string, args json.RawMessage) (*mcp.CallResult, error) {
-	return c.Client.CallTool(ctx, name, args, nil)
+	onProgress, _ := ctx.Value(progressKey{}).(func(mcp.Progress))
+	return c.Client.CallTool(ctx, name, args, onProgress)
 }
 
 func (c client) Close() error {

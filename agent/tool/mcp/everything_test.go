@@ -123,6 +123,9 @@ func TestEverythingOverStdio(t *testing.T) {
 	call, _ := reg.Prepare("mcp.everything.trigger_long_running_operation", json.RawMessage(`{"duration":600,"steps":600}`))
 	done := make(chan tool.Result, 1)
 	go func() { done <- call.Run(ctx, tool.Invocation{Workspace: t.TempDir()}) }()
+	waitFor(t, "the long call's progress", time.Minute, func() bool {
+		return strings.Contains(set.Progress(), "everything.trigger-long-running-operation 1/600")
+	})
 	cancel()
 	if r := <-done; r.Status != tool.StatusError || r.Error.Code != tool.CodeCancelled {
 		t.Errorf("cancelled long call = %+v; want cancelled", r)

@@ -69,6 +69,7 @@ type Server struct {
 	defs     []mcp.Tool        // the last listing
 	first    chan struct{}     // closed after the first connect attempt ends
 	firstSet bool
+	progress map[*int]string // calls in flight: their last progress
 }
 
 func newServer(d *mcpdecl.Decl, dial dialer, log *slog.Logger, changed func(string, []string)) *Server {
@@ -213,5 +214,43 @@ func (s *Server) call(ctx context.Context, name, hash string, args json.RawMessa
 	if live != hash {
 		return nil, tool.Errorf(CodeServerUnavailable, "MCP server %s changed or removed the tool %s since it was offered; it is not called until an operator accepts the change (choirctl agent build)", s.decl.Name, name)
 	}
+	// The server's progress notifications, shown in agent status while
+	// the call runs.
+	key := new(int)
+	s.mu.Lock()
+	if s.progress == nil {
+		s.progress = map[*int]string{}
+	}
+	s.progress[key] = name + " started"
+	s.mu.Unlock()
+	defer func() { s.mu.Lock(); delete(s.progress, key); s.mu.Unlock() }()
+	ctx = context.WithValue(ctx, progressKey{}, func(p mcp.Progress) {
+		text := fmt.Sprintf("%s %g", name, p.Progress)
+		if p.Total > 0 {
+			text += fmt.Sprintf("/%g", p.Total)
+		}
+		if p.Message != "" {
+			text += " " + clip(p.Message, 80)
+		}
+		s.mu.Lock()
+		if _, ok := s.progress[key]; ok {
+			s.progress[key] = text
+		}
+		s.mu.Unlock()
+	})
 	return c.CallTool(ctx, name, args)
+}
+
+type progressKey struct{}
+
+// Progress lists the server's calls in flight with their last progress.
+func (s *Server) Progress() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.progress))
+	for _, p := range s.progress {
+		out = append(out, s.decl.Name+"."+p)
+	}
+	sort.Strings(out)
+	return out
 }

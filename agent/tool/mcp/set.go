@@ -265,6 +265,16 @@ func (s *Set) Down() string {
 	return strings.Join(down, ", ")
 }
 
+// Progress lists the MCP calls in flight with their last progress ("" when
+// none runs).
+func (s *Set) Progress() string {
+	var all []string
+	for _, srv := range s.servers {
+		all = append(all, srv.Progress()...)
+	}
+	return strings.Join(all, ", ")
+}
+
 // Close stops every server.
 func (s *Set) Close() {
 	if s.cancel == nil {
