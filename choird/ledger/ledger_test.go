@@ -92,7 +92,7 @@ var noon = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
 func ptr[T any](v T) *T { return &v }
 
-func newLedger(t *testing.T, cfg *config.Config) (*Ledger, *fakeStore, func() []string, *time.Time) {
+func newLedger(t testing.TB, cfg *config.Config) (*Ledger, *fakeStore, func() []string, *time.Time) {
 	t.Helper()
 	fs := &fakeStore{rows: map[string]store.CallRow{}}
 	now := noon
