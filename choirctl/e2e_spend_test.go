@@ -174,13 +174,25 @@ func usageOf(t *testing.T, home string, args ...string) ctl.UsageReport {
 	return rep
 }
 
-func ledgerTokens(rep ctl.UsageReport) (calls, tokens, cached int64) {
+// ledgerTokens sums a report: the calls answered (the attempts recorded,
+// less those that failed: a failed attempt is recorded too), their tokens
+// and cached tokens.
+func ledgerTokens(rep ctl.UsageReport) (answered, tokens, cached int64) {
 	for _, r := range rep.Rows {
-		calls += r.Calls
+		answered += r.Calls - r.Failed
 		tokens += r.PromptTokens + r.CompletionTokens
 		cached += r.CachedTokens
 	}
-	return calls, tokens, cached
+	return answered, tokens, cached
+}
+
+// ledgerAttempts counts every recorded attempt.
+func ledgerAttempts(rep ctl.UsageReport) (attempts, failed int64) {
+	for _, r := range rep.Rows {
+		attempts += r.Calls
+		failed += r.Failed
+	}
+	return attempts, failed
 }
 
 func waitUntilT(t *testing.T, what string, d time.Duration, cond func() bool, report func() string) {
@@ -327,9 +339,11 @@ func parallelCores(t *testing.T, request map[string]any) {
 		return calls >= served
 	}, report)
 	calls, tokens, _ := ledgerTokens(rep)
-	t.Logf("8 cores: %d model calls, %d tokens against a cap of %d (overshoot %d); %d core calls", calls, tokens, capTokens, tokens-capTokens, m.coreCalls.Load())
+	attempts, failed := ledgerAttempts(rep)
+	t.Logf("8 cores: %d model calls answered (%d attempts failed), %d tokens against a cap of %d (overshoot %d); %d core calls",
+		calls, failed, tokens, capTokens, tokens-capTokens, m.coreCalls.Load())
 	if calls != served {
-		t.Errorf("ledger has %d calls; the model answered %d", calls, served)
+		t.Errorf("ledger has %d answered calls; the model answered %d", calls, served)
 	}
 	if tokens > capTokens {
 		t.Errorf("ledger total %d tokens; want at most the cap %d", tokens, capTokens)
@@ -338,8 +352,8 @@ func parallelCores(t *testing.T, request map[string]any) {
 		t.Errorf("the cores made %d calls; want them to have run against the cap", m.coreCalls.Load())
 	}
 	out, _, _ := ctlRun(t, b.home, "", "session", "events", st.SessionID, "--json")
-	if n := int64(strings.Count(out, `"ModelCall"`)); n != calls {
-		t.Errorf("the replicated log holds %d ModelCall events; the ledger %d rows", n, calls)
+	if n := int64(strings.Count(out, `"ModelCall"`)); n != attempts {
+		t.Errorf("the replicated log holds %d ModelCall events; the ledger %d rows", n, attempts)
 	}
 	if !strings.Contains(out, "spend cap reached") {
 		t.Errorf("no core job ended on the cap; events:\n%s", tail(out, 3000))
