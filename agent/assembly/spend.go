@@ -68,9 +68,15 @@ func (rt *Runtime) meter(ctx context.Context, name string, req openai.ChatReques
 	prompt := promptTokens(req)
 	rec.ReservedTokens = prompt + reserveOutput(req, d.Models[name])
 	if err := rt.reserve(ctx, info.Lane, rec, prompt); err != nil {
-		rec.Outcome, rec.ReservedTokens = rpc.OutcomeRefused, 0
-		if !errors.As(err, new(*CapError)) {
-			rec.Outcome = "reserve_failed"
+		rec.ReservedTokens = 0
+		var ce *CapError
+		switch {
+		case !errors.As(err, &ce):
+			rec.Outcome = lane.Outcome(err) // cancelled or timed out while it asked
+		case ce.Cap == "unknown":
+			rec.Outcome = "reserve_failed" // choird could not say
+		default:
+			rec.Outcome = rpc.OutcomeRefused
 		}
 		info.Logged()
 		lane.LogCall(rt.log, info.Lane, rec, 0, err)
@@ -105,6 +111,8 @@ func (rt *Runtime) reserve(ctx context.Context, lane lock.Owner, rec rpc.CallRec
 		s.unsupported.Store(true)
 		rt.log.Info("choird does not serve SPEND: model calls are not capped")
 		return nil
+	case err != nil && ctx.Err() != nil:
+		return ctx.Err() // the call was cancelled (or timed out) while it asked
 	case err != nil:
 		return &CapError{Cap: "unknown", Message: "the spend caps could not be checked with choird (" + err.Error() + "); try again when choird answers"}
 	case !resp.Allowed:
