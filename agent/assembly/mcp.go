@@ -1,11 +1,16 @@
 package assembly
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
+	"time"
 
 	"choir/agent/lane"
 	"choir/agent/tool"
 	mcptool "choir/agent/tool/mcp"
+	"choir/internal/config"
+	"choir/internal/openai"
 	"choir/internal/rpc"
 )
 
@@ -22,8 +27,8 @@ func (rt *Runtime) loadTools(builtins []tool.Tool) (*tool.Registry, error) {
 	set, err := mcptool.Start(mcptool.Config{
 		Dir: filepath.Join(rt.cfg.ChoirDir, "mcp"), PinsFile: filepath.Join(rt.cfg.ChoirDir, "mcp-pins.json"),
 		Workspace: rt.cfg.Workspace, Secret: rt.sess.Secrets.Get, Log: rt.log, Notify: rt.notify,
-		AgentID: rt.sess.ID().AgentID,
-		Taken:   func(wire string) bool { _, ok := base.LookupWire(wire); return ok },
+		AgentID: rt.sess.ID().AgentID, Sample: rt.mcpSample,
+		Taken: func(wire string) bool { _, ok := base.LookupWire(wire); return ok },
 	})
 	if err != nil {
 		return nil, err
@@ -85,4 +90,46 @@ func (rt *Runtime) mcpAnswer(m rpc.UserMessage) bool {
 		rt.reply(lane.Reply{ReplyTo: m.ID, Text: ack})
 	}
 	return ok
+}
+
+// PurposeMCPSampling is the purpose of a model call made for an MCP
+// server's sampling request; the ledger's purpose is it, ":" and the
+// server.
+const PurposeMCPSampling = "mcp_sampling"
+
+// mcpSample makes the model call of a configured server's sampling request
+// through the same seam as the lanes' calls (modelClient: fallbacks, the
+// request template, the spend reservation and the ledger record): the
+// declaration's model or the summary model, text only, max_tokens as
+// agent/tool/mcp capped it. The server's messages are user and assistant
+// turns; there is no system message.
+func (rt *Runtime) mcpSample(ctx context.Context, call mcptool.SampleCall) (mcptool.SampleAnswer, error) {
+	pick := summaryModel
+	if call.Model != "" {
+		name := call.Model
+		pick = func(config.Dynamic) string { return name }
+	}
+	d := rt.dynamic()
+	name := pick(d)
+	m, ok := d.Models[name]
+	if !ok {
+		return mcptool.SampleAnswer{}, errors.New("the model " + name + " of sampling.model in mcp/" + call.Server + ".json is not in the config: add it to config.json's models or change the declaration")
+	}
+	n := call.MaxTokens
+	req := asModel(openai.ChatRequest{MaxTokens: &n}, m)
+	for _, msg := range call.Messages {
+		req.Messages = append(req.Messages, openai.Message{Role: msg.Role, Content: msg.Text})
+	}
+	ctx = lane.WithCallInfo(ctx, &lane.CallInfo{Purpose: PurposeMCPSampling + ":" + call.Server})
+	if limit := d.Tunables.Budgets.LLMCallTimeoutMS; limit > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(limit)*time.Millisecond)
+		defer cancel()
+	}
+	resp, err := modelClient{rt, pick}.Chat(ctx, req)
+	if err != nil {
+		return mcptool.SampleAnswer{}, err
+	}
+	rt.log.Info("MCP sampling answered", "mcp_server", call.Server, "model", name)
+	return mcptool.SampleAnswer{Text: resp.Content, Model: resp.Model, Truncated: resp.FinishReason == "length"}, nil
 }

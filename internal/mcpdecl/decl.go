@@ -20,6 +20,12 @@
 // string or {"secret": "<secrets.json name>", "format": "...%s..."}: the
 // secret's value, granted by choird for this image's declarations only,
 // placed where the one %s is.
+//
+// "sampling": {"model": "<config model name>", "max_tokens": N} lets the
+// server ask choir's model for completions (sampling/createMessage); each
+// is one model call, capped at N tokens of answer and charged like any
+// other. "model" empty or absent is the agent's summary model. Without
+// "sampling" the server's sampling requests are declined.
 package mcpdecl
 
 import (
@@ -48,6 +54,8 @@ const (
 	// MaxServerLen keeps mcp.<server>.<tool> within a model API's 64
 	// characters with room for the tool.
 	MaxServerLen = 24
+	// MaxSamplingTokens bounds sampling.max_tokens.
+	MaxSamplingTokens = 100_000
 )
 
 // Decl is one server's declaration.
@@ -64,6 +72,18 @@ type Decl struct {
 	Deny      []string
 	TimeoutMS int64
 	Overrides map[string]Override
+	// Sampling is nil when the server's sampling requests are declined.
+	Sampling *Sampling
+}
+
+// Sampling lets a server ask choir's model for completions.
+type Sampling struct {
+	// Model is a model name of the config; "" is the agent's summary
+	// model.
+	Model string `json:"model,omitempty"`
+	// MaxTokens caps one completion's answer (a request asking for more
+	// is refused).
+	MaxTokens int `json:"max_tokens"`
 }
 
 // Value is a literal or a secret, formatted.
@@ -227,7 +247,7 @@ func Parse(file string, data []byte) (*Decl, error) {
 	}
 	d.Command = str("command")
 	d.URL = str("url")
-	allowed := map[string]bool{"transport": true, "tools": true, "timeout_ms": true, "overrides": true}
+	allowed := map[string]bool{"transport": true, "tools": true, "timeout_ms": true, "overrides": true, "sampling": true}
 	switch d.Transport {
 	case Stdio:
 		for _, k := range []string{"command", "args", "env"} {
@@ -284,7 +304,7 @@ func Parse(file string, data []byte) (*Decl, error) {
 			case d.Transport == Stdio && (k == "url" || k == "headers"):
 				msg = "only for http servers"
 			}
-			add("/"+k, "%s: want transport, command, args, env (stdio), url, headers (http), tools, timeout_ms, overrides", msg)
+			add("/"+k, "%s: want transport, command, args, env (stdio), url, headers (http), tools, timeout_ms, overrides, sampling", msg)
 		}
 	}
 	d.TimeoutMS = DefaultTimeoutMS
@@ -295,6 +315,9 @@ func Parse(file string, data []byte) (*Decl, error) {
 		} else {
 			d.TimeoutMS = n
 		}
+	}
+	if raw, ok := members["sampling"]; ok {
+		d.Sampling = sampling(raw, add)
 	}
 	if raw, ok := members["tools"]; ok {
 		tm, err := object(raw)
@@ -351,6 +374,32 @@ func Parse(file string, data []byte) (*Decl, error) {
 		return fail()
 	}
 	return d, nil
+}
+
+var modelNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$`)
+
+// sampling decodes the sampling member.
+func sampling(raw json.RawMessage, add func(p, format string, args ...any)) *Sampling {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var s Sampling
+	if err := dec.Decode(&s); err != nil {
+		add("/sampling", "want {\"model\": \"<config model name, or empty for the summary model>\", \"max_tokens\": N}: %v", err)
+		return nil
+	}
+	ok := true
+	if s.Model != "" && !modelNameRE.MatchString(s.Model) {
+		add("/sampling/model", "%q is not a model name of config.json's models", s.Model)
+		ok = false
+	}
+	if s.MaxTokens < 1 || s.MaxTokens > MaxSamplingTokens {
+		add("/sampling/max_tokens", "%d: want the most tokens one completion may answer, from 1 to %d", s.MaxTokens, MaxSamplingTokens)
+		ok = false
+	}
+	if !ok {
+		return nil
+	}
+	return &s
 }
 
 // LockProblem checks a lock's syntax as tool manifests do, or says "".

@@ -34,6 +34,13 @@ func TestParseGood(t *testing.T) {
 	if _, err := h.Headers["Authorization"].Resolve(func(string) (string, bool) { return "", false }); err == nil || !strings.Contains(err.Error(), `"tok"`) {
 		t.Fatalf("ungranted secret: %v", err)
 	}
+	if h.Sampling != nil {
+		t.Fatalf("no sampling member: Sampling = %+v; want nil (declined)", h.Sampling)
+	}
+	sm, err := Parse("mcp/s.json", []byte(`{"transport":"stdio","command":"/x","sampling":{"model":"cheap","max_tokens":500}}`))
+	if err != nil || sm.Sampling == nil || sm.Sampling.Model != "cheap" || sm.Sampling.MaxTokens != 500 {
+		t.Fatalf("sampling = %+v, %v", sm, err)
+	}
 }
 
 // TestParseHostile: every refusal names the file and the JSON pointer.
@@ -73,7 +80,13 @@ func TestParseHostile(t *testing.T) {
 		{"mcp/a.json", `{"transport":"stdio","command":"/x","overrides":{"t":{"locks":[{"resource":"workspace","mode":"W"}]}}}`, "/overrides/t/locks/0", "mode"},
 		{"mcp/a.json", `{"transport":"stdio","command":"/x","overrides":{"t":{"sideeffect":"read"}}}`, "/overrides/t", "unknown field"},
 		{"mcp/a.json", `{"transport":"stdio","command":"/x","tools":{"deny":["t"]},"overrides":{"t":{"idempotent":true}}}`, "/overrides/t", "not offered"},
-		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":true}`, "/sampling", "unknown member"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":true}`, "/sampling", "max_tokens"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":{"max_tokens":100,"temperature":1}}`, "/sampling", "unknown field"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":{}}`, "/sampling/max_tokens", "from 1 to"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":{"max_tokens":1000000}}`, "/sampling/max_tokens", "from 1 to"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":{"max_tokens":1.5}}`, "/sampling", "max_tokens"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","sampling":{"model":"a b\n","max_tokens":10}}`, "/sampling/model", "not a model name"},
+		{"mcp/a.json", `{"transport":"stdio","command":"/x","samples":{}}`, "/samples", "unknown member"},
 		{"mcp/a.json", "{\"transport\":\"stdio\",\"command\":\"/x\",\"args\":[\"" + strings.Repeat("a", MaxBytes) + "\"]}", "", "at most"},
 	}
 	for _, c := range cases {

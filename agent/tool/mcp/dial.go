@@ -54,7 +54,7 @@ const maxMessage = 8 << 20
 func (o dialOptions) dial(ctx context.Context, d *mcpdecl.Decl, h hooks) (conn, error) {
 	opts := mcp.Options{
 		ClientName: "choir", Logger: h.log, MaxMessageBytes: maxMessage, RequestTimeout: -1,
-		OnToolsChanged: h.toolsChanged, Elicit: h.elicit,
+		OnToolsChanged: h.toolsChanged, Elicit: h.elicit, Sample: h.sample,
 		OnLog: func(m mcp.LogMessage) {
 			h.log.Info("MCP server log", "level", m.Level, "logger", m.Logger, "data", clip(string(m.Data), 2048))
 		},

@@ -33,6 +33,7 @@ type hooks struct {
 	toolsChanged func()
 	log          *slog.Logger
 	elicit       func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) // nil: declined
+	sample       func(context.Context, mcp.SampleRequest) (mcp.SampleResult, error) // nil: declined
 }
 
 // Server states.
@@ -59,6 +60,9 @@ type Server struct {
 	changed func(server string, diff []string)
 	// elicit answers the server's questions (elicit.go); nil declines.
 	elicit func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error)
+	// sample answers the server's sampling requests (sample.go); nil
+	// declines.
+	sample func(context.Context, mcp.SampleRequest) (mcp.SampleResult, error)
 
 	mu       sync.Mutex
 	c        conn
@@ -139,7 +143,7 @@ func (s *Server) markFirst() {
 // ends; the error says why it did.
 func (s *Server) connectOnce(ctx context.Context) error {
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	c, err := s.dial(dctx, s.decl, hooks{log: s.log, toolsChanged: func() { s.relist(ctx) }, elicit: s.elicit})
+	c, err := s.dial(dctx, s.decl, hooks{log: s.log, toolsChanged: func() { s.relist(ctx) }, elicit: s.elicit, sample: s.sample})
 	cancel()
 	if err != nil {
 		return fmt.Errorf("start: %w", err)

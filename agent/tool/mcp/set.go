@@ -42,7 +42,10 @@ type Config struct {
 	// ElicitTimeout bounds the wait for the user's answer to a server's
 	// question (default DefaultElicitTimeout).
 	ElicitTimeout time.Duration
-	dial          dialer // tests
+	// Sample makes the model call of a sampling request from a server
+	// whose declaration has "sampling"; nil declines them all.
+	Sample Sampler
+	dial   dialer // tests
 }
 
 // Set is the running servers of one session.
@@ -83,6 +86,7 @@ func Start(cfg Config) (*Set, error) {
 	for _, d := range decls {
 		srv := newServer(d, dial, log, nil)
 		srv.elicit = s.elicit.handler(d.Name)
+		srv.sample = sampleHandler(d, cfg.Sample)
 		srv.changed = func(server string, _ []string) { s.reportChange(cfg, srv, pins) }
 		s.servers = append(s.servers, srv)
 		s.wg.Add(1)
