@@ -239,6 +239,15 @@ type mcpListEntry struct {
 	// State is what the running agent reports: up, or down with why;
 	// empty when the agent is not running or choird cannot be asked.
 	State string `json:"state,omitempty"`
+	// Pinned, Offered and Withheld are the running agent's report: the
+	// MCP tools recorded at build (the image's /choir/mcp-pins.json), the
+	// ones offered to the model this session, and the live changes not
+	// offered (+added, -removed, ~changed). Truncated: the agent cut the
+	// lists to fit its status report.
+	Pinned    []string `json:"pinned_tools,omitempty"`
+	Offered   []string `json:"offered_tools,omitempty"`
+	Withheld  []string `json:"withheld_changes,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 func mcpList(ctx context.Context, e *env, args []string) error {
@@ -278,10 +287,14 @@ func mcpList(ctx context.Context, e *env, args []string) error {
 	}
 	down := ""
 	running := false
+	reports := map[string]rpc.MCPServerStatus{}
 	c := e.client()
 	if st, err := c.Agent(ctx, agent); err == nil && st.State == "running" {
 		running = true
 		down = st.Lanes[rpc.LaneEdge].MCPDown
+		for _, r := range st.Lanes[rpc.LaneEdge].MCPServers {
+			reports[r.Server] = r
+		}
 	}
 	c.Close()
 	var out []mcpListEntry
@@ -294,6 +307,9 @@ func mcpList(ctx context.Context, e *env, args []string) error {
 					rest = rest[:j+1]
 				}
 				en.State = strings.TrimSuffix(rest, ")")
+			}
+			if r, ok := reports[en.Server]; ok {
+				en.Pinned, en.Offered, en.Withheld, en.Truncated = r.Pinned, r.Offered, r.Withheld, r.Truncated
 			}
 		}
 		out = append(out, en)
@@ -317,5 +333,28 @@ func mcpList(ctx context.Context, e *env, args []string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", en.Server, en.Transport, en.From, en.Target, en.Secrets, en.State)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, en := range out {
+		if !running || en.Error != "" {
+			continue
+		}
+		more := ""
+		if en.Truncated {
+			more = " (lists cut to fit the agent's report)"
+		}
+		fmt.Fprintf(e.stdout, "\n%s%s\n  pinned:   %s\n  offered:  %s\n", en.Server, more, orNone(en.Pinned, "none (the image has no pins)"), orNone(en.Offered, "none"))
+		if len(en.Withheld) > 0 {
+			fmt.Fprintf(e.stdout, "  withheld: %s (accept with choirctl agent build %s, then choirctl agent update %s)\n", strings.Join(en.Withheld, " "), agent, agent)
+		}
+	}
+	return nil
+}
+
+func orNone(list []string, none string) string {
+	if len(list) == 0 {
+		return none
+	}
+	return strings.Join(list, " ")
 }

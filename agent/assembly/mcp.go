@@ -2,6 +2,7 @@ package assembly
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"time"
@@ -72,7 +73,41 @@ func (rt *Runtime) withMCPStatus(st []rpc.StatusReq) []rpc.StatusReq {
 		progress = progress[:1024] + "…"
 	}
 	st[0].MCPProgress = progress
+	st[0].MCPServers = fitServers(st[0], set.Reports())
 	return st
+}
+
+// fitServers is the servers' reports within the status report's size
+// limit: the longest list is halved, and marked truncated, until it fits.
+func fitServers(st rpc.StatusReq, reps []mcptool.Report) []rpc.MCPServerStatus {
+	out := make([]rpc.MCPServerStatus, len(reps))
+	for i, r := range reps {
+		out[i] = rpc.MCPServerStatus{Server: r.Server, State: r.State, Pinned: r.Pinned, Offered: r.Offered, Withheld: r.Withheld}
+	}
+	for {
+		st.MCPServers = out
+		if b, _ := json.Marshal(st); len(b) <= rpc.MaxStatusBytes {
+			return out
+		}
+		var longest *[]string
+		var at int
+		for i := range out {
+			for _, l := range []*[]string{&out[i].Pinned, &out[i].Offered, &out[i].Withheld} {
+				if longest == nil || len(*l) > len(*longest) {
+					longest, at = l, i
+				}
+			}
+		}
+		if longest == nil || len(*longest) == 0 {
+			if len(out) == 0 {
+				return nil
+			}
+			out = out[:len(out)-1]
+			continue
+		}
+		*longest = (*longest)[:len(*longest)/2]
+		out[at].Truncated = true
+	}
 }
 
 // mcpAnswer takes a user message that answers an MCP server's open

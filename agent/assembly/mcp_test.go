@@ -2,6 +2,8 @@ package assembly
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -107,5 +109,20 @@ func TestMCPSamplingIsAMeteredModelCall(t *testing.T) {
 	}
 	if n := len(model.Requests()) + len(cheap.Requests()); n != 1 {
 		t.Errorf("model requests = %d; want still 1", n)
+	}
+}
+
+// The MCP servers' report keeps the status within its size limit, cutting
+// the longest lists and saying so.
+func TestMCPServersFitTheStatus(t *testing.T) {
+	var many []string
+	for i := range 400 {
+		many = append(many, fmt.Sprintf("tool_number_%03d", i))
+	}
+	reps := []mcptool.Report{{Server: "big", State: "up", Pinned: many, Offered: many}, {Server: "small", State: "up", Offered: []string{"echo"}}}
+	got := fitServers(rpc.StatusReq{Lane: rpc.LaneEdge, State: "idle"}, reps)
+	b, _ := json.Marshal(rpc.StatusReq{Lane: rpc.LaneEdge, State: "idle", MCPServers: got})
+	if len(b) > rpc.MaxStatusBytes || len(got) != 2 || !got[0].Truncated || len(got[0].Offered) == 0 || got[1].Truncated || got[1].Offered[0] != "echo" {
+		t.Fatalf("fitServers = %d bytes, %+v; want within %d, big cut and marked, small whole", len(b), got, rpc.MaxStatusBytes)
 	}
 }

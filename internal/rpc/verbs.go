@@ -249,6 +249,22 @@ type StatusReq struct {
 	// MCPProgress lists the MCP calls in flight with their servers' last
 	// progress notification (edge only).
 	MCPProgress string `json:"mcp_progress,omitempty"`
+	// MCPServers is each MCP server's state, pinned and offered tools and
+	// changes withheld (edge only; `choirctl mcp list`).
+	MCPServers []MCPServerStatus `json:"mcp_servers,omitempty"`
+}
+
+// MCPServerStatus is one MCP server as the agent runs it: Pinned are the
+// MCP tool names recorded at build, Offered the ones the model is offered
+// now, Withheld the differences not offered ("+added", "-removed",
+// "~changed"). Truncated: the lists were cut to fit the report.
+type MCPServerStatus struct {
+	Server    string   `json:"server"`
+	State     string   `json:"state"`
+	Pinned    []string `json:"pinned,omitempty"`
+	Offered   []string `json:"offered,omitempty"`
+	Withheld  []string `json:"withheld,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"`
 }
 
 // StatusResp acknowledges a status report.

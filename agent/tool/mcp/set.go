@@ -50,6 +50,7 @@ type Config struct {
 
 // Set is the running servers of one session.
 type Set struct {
+	pins    mcpdecl.Pins // nil: the image has none
 	elicit  *elicitor
 	servers []*Server
 	tools   []tool.Tool
@@ -82,7 +83,7 @@ func Start(cfg Config) (*Set, error) {
 		dial = dialOptions{Secret: cfg.Secret, Workspace: cfg.Workspace, HTTP: cfg.HTTP}.dial
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Set{cancel: cancel, elicit: newElicitor(cfg.Notify, cfg.ElicitTimeout)}
+	s := &Set{cancel: cancel, pins: pins, elicit: newElicitor(cfg.Notify, cfg.ElicitTimeout)}
 	for _, d := range decls {
 		srv := newServer(d, dial, log, nil)
 		srv.elicit = s.elicit.handler(d.Name)
@@ -206,11 +207,11 @@ func withoutSchemaURI(raw json.RawMessage) json.RawMessage {
 	return out
 }
 
-// reportChange logs and tells the DM how a server's live tools differ from
-// the pinned ones.
-func (s *Set) reportChange(cfg Config, srv *Server, pins mcpdecl.Pins) {
+// withheld is how a server's live tools differ from the pinned ones, for
+// the tools its declaration offers ("+added", "-removed", "~changed").
+func withheld(srv *Server, pins mcpdecl.Pins) []string {
 	if pins == nil {
-		return
+		return nil
 	}
 	srv.mu.Lock()
 	live := map[string]string{}
@@ -226,7 +227,13 @@ func (s *Set) reportChange(cfg Config, srv *Server, pins mcpdecl.Pins) {
 			pinned[srv.decl.Name][n] = p
 		}
 	}
-	diff := pinned.Diff(srv.decl.Name, live)
+	return pinned.Diff(srv.decl.Name, live)
+}
+
+// reportChange logs and tells the DM how a server's live tools differ from
+// the pinned ones.
+func (s *Set) reportChange(cfg Config, srv *Server, pins mcpdecl.Pins) {
+	diff := withheld(srv, pins)
 	if len(diff) == 0 {
 		return
 	}
@@ -254,6 +261,34 @@ func (s *Set) Status() []Status {
 	out := make([]Status, 0, len(s.servers))
 	for _, srv := range s.servers {
 		out = append(out, srv.Status())
+	}
+	return out
+}
+
+// Report is one server's state, its pinned tools (MCP names; nil
+// without pins), the tools offered this session and the changes withheld.
+type Report struct {
+	Server, State             string
+	Pinned, Offered, Withheld []string
+}
+
+// Reports describes every server for `choirctl mcp list`.
+func (s *Set) Reports() []Report {
+	out := make([]Report, 0, len(s.servers))
+	for _, srv := range s.servers {
+		r := Report{Server: srv.decl.Name, State: srv.Status().State, Withheld: withheld(srv, s.pins)}
+		if s.pins != nil {
+			r.Pinned = sortedKeys(s.pins[srv.decl.Name])
+		}
+		for _, t := range s.tools {
+			if mt, ok := t.(*Tool); ok && mt.srv == srv {
+				r.Offered = append(r.Offered, mt.mcpName)
+			}
+		}
+		if srv.Status().State != StateUp {
+			r.Withheld = nil // the live list is not known
+		}
+		out = append(out, r)
 	}
 	return out
 }

@@ -138,6 +138,15 @@ func TestPinnedToolsOnly(t *testing.T) {
 			t.Errorf("notice %q lacks %q", (*told)[0], want)
 		}
 	}
+	// choirctl mcp list: pinned, offered and withheld, per server.
+	reps := set.Reports()
+	if len(reps) != 1 || reps[0].Server != "srv" || reps[0].State != StateUp ||
+		strings.Join(reps[0].Pinned, ",") != "gone,shifty,stable" || strings.Join(reps[0].Offered, ",") != "stable" {
+		t.Fatalf("Reports() = %+v; want srv up, 3 pinned, stable offered", reps)
+	}
+	if w := strings.Join(reps[0].Withheld, " "); !strings.Contains(w, "+added") || !strings.Contains(w, "-gone") || !strings.Contains(w, "~shifty") {
+		t.Errorf("withheld %q; want +added -gone ~shifty", w)
+	}
 
 	// Formatting is not a change: the same tool reordered hashes the same.
 	same := def(t, `{"inputSchema":`+obj+`,  "description":"ok", "name":"stable"}`)
