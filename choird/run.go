@@ -98,6 +98,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.HostTools = memTools.HostTools()
 	stopBrowser := startBrowser(agentsMgr, log.With(logs.KeySystem, "browser"))
 	defer stopBrowser()
+	agentsMgr.HostTools[HostToolMCPNotice] = mcpNoticeTool(plane, agentsMgr, log.With(logs.KeySystem, "mcp")) // mcp_notice.go
 	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
 	plane.Console.IsConsoleDM = func(dm string) bool {

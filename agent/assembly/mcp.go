@@ -28,7 +28,7 @@ func (rt *Runtime) loadTools(builtins []tool.Tool) (*tool.Registry, error) {
 	set, err := mcptool.Start(mcptool.Config{
 		Dir: filepath.Join(rt.cfg.ChoirDir, "mcp"), PinsFile: filepath.Join(rt.cfg.ChoirDir, "mcp-pins.json"),
 		Workspace: rt.cfg.Workspace, Secret: rt.sess.Secrets.Get, Log: rt.log, Notify: rt.notify,
-		AgentID: rt.sess.ID().AgentID, Sample: rt.mcpSample,
+		AgentID: rt.sess.ID().AgentID, Sample: rt.mcpSample, Report: rt.mcpAdminNotice,
 		Taken: func(wire string) bool { _, ok := base.LookupWire(wire); return ok },
 	})
 	if err != nil {
@@ -167,4 +167,26 @@ func (rt *Runtime) mcpSample(ctx context.Context, call mcptool.SampleCall) (mcpt
 	}
 	rt.log.Info("MCP sampling answered", "mcp_server", call.Server, "model", name)
 	return mcptool.SampleAnswer{Text: resp.Content, Model: resp.Model, Truncated: resp.FinishReason == "length"}, nil
+}
+
+// hostToolMCPNotice is choird's host tool that tells the agent's bound DM
+// and every admin DM (choird/mcp_notice.go).
+const hostToolMCPNotice = "choir.mcp.notice"
+
+// mcpAdminNotice tells the bound DM and the admin DMs of an MCP server's
+// tools withheld; a choird without the host tool, or one refusing it,
+// leaves the bound DM told.
+func (rt *Runtime) mcpAdminNotice(text string) {
+	input, _ := json.Marshal(map[string]string{"text": text})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	resp, err := rt.cp.ExecuteHostTool(ctx, rpc.HostToolReq{ToolName: hostToolMCPNotice, CallID: rpc.NewRequestID(), Input: input})
+	if err == nil && resp.Status == rpc.ToolSuccess {
+		return
+	}
+	if err == nil {
+		err = errors.New(string(resp.Output))
+	}
+	rt.log.Warn("MCP notice not sent to the admin DMs; telling the bound DM", "error", err.Error())
+	rt.notify(text)
 }

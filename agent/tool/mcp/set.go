@@ -30,6 +30,10 @@ type Config struct {
 	// Notify tells the bound DM (a changed tool list, with the command
 	// that accepts it).
 	Notify func(text string)
+	// Report tells the admins (choird sends it to the bound DM and every
+	// admin DM) that a server's tools differ from the pinned ones; nil:
+	// Notify.
+	Report func(text string)
 	// AgentID names the agent in the commands Notify suggests.
 	AgentID string
 	// Taken reports a wire name already used by another tool.
@@ -238,12 +242,16 @@ func (s *Set) reportChange(cfg Config, srv *Server, pins mcpdecl.Pins) {
 		return
 	}
 	cfg.Log.Warn("MCP server's tools differ from the ones pinned at build", "mcp_server", srv.decl.Name, "changes", strings.Join(diff, " "))
-	if cfg.Notify != nil {
+	tell := cfg.Report
+	if tell == nil {
+		tell = cfg.Notify
+	}
+	if tell != nil {
 		agent := cfg.AgentID
 		if agent == "" {
 			agent = "<agent>"
 		}
-		cfg.Notify(fmt.Sprintf("MCP server %s's tools differ from the ones pinned when this agent's image was built (+ added, - removed, ~ changed): %s. "+
+		tell(fmt.Sprintf("MCP server %s's tools differ from the ones pinned when this agent's image was built (+ added, - removed, ~ changed): %s. "+
 			"Only the unchanged tools are offered. If the change is expected, accept it by rebuilding: choirctl agent build %s (then choirctl agent update %s).",
 			srv.decl.Name, strings.Join(diff, " "), agent, agent))
 	}
