@@ -139,6 +139,15 @@ func formatStatus(st ctl.AgentStatus) string {
 		line("lane "+name, s)
 		line("MCP servers down", l.MCPDown)
 		line("MCP calls in progress", l.MCPProgress)
+		var withheld []string
+		for _, srv := range l.MCPServers {
+			if len(srv.Withheld) > 0 {
+				withheld = append(withheld, srv.Server+" "+strings.Join(srv.Withheld, " "))
+			}
+		}
+		if len(withheld) > 0 {
+			line("MCP tool changes withheld", strings.Join(withheld, "; ")+" (accept: choirctl agent build "+st.AgentID+")")
+		}
 	}
 	return strings.TrimRight(sb.String(), "\n")
 }
