@@ -122,6 +122,10 @@ type mcpModel struct {
 	once   sync.Once
 	// edgeLong gets a value when the edge is given the long call.
 	edgeLong chan struct{}
+	// sampled counts the sampling requests answered; systemSeen is set
+	// when one carried a system message.
+	sampled    int
+	systemSeen bool
 }
 
 func (m *mcpModel) offered() map[string]bool {
@@ -146,6 +150,16 @@ func (m *mcpModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		} `json:"tools"`
 	}
 	json.Unmarshal(body, &req)
+	if len(req.Tools) == 0 && len(req.Messages) > 0 && strings.Contains(string(req.Messages[len(req.Messages)-1].Content), "trigger-sampling-request context:") {
+		m.mu.Lock()
+		m.sampled++
+		for _, msg := range req.Messages {
+			m.systemSeen = m.systemSeen || msg.Role == "system"
+		}
+		m.mu.Unlock()
+		writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": "SAMPLED: 7 green apples"}, "stop")
+		return
+	}
 	if offers(req.Tools, "core_finish") {
 		task, answered := false, false
 		for _, msg := range req.Messages {
@@ -294,7 +308,8 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	web, _ := json.Marshal(map[string]any{"transport": "http", "url": webURL,
 		"headers": map[string]any{"Authorization": map[string]any{"secret": "mcp-token", "format": "Bearer %s"}}})
 	decl, _ := json.Marshal(map[string]any{"transport": "stdio", "command": mcpNode, "args": []string{mcpScript, "stdio"}, "timeout_ms": 900000,
-		"env": map[string]any{"MCP_E2E_TOKEN": map[string]any{"secret": "mcp-token"}}})
+		"sampling": map[string]any{"max_tokens": 200},
+		"env":      map[string]any{"MCP_E2E_TOKEN": map[string]any{"secret": "mcp-token"}}})
 	ag := newBuiltAgent(t, builtOpts{secrets: map[string]string{"mcp-token": mcpToken}, config: func(cfg map[string]any) {
 		global := cfg["global_repo"].(map[string]any)["url"].(string)
 		agentRepo := cfg["agents"].(map[string]any)["agent-1"].(map[string]any)["repo"].(map[string]any)["url"].(string)
@@ -346,12 +361,31 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	states := map[string]string{}
 	for _, s := range servers {
 		states[s.Server] = s.State
+		if s.Server == "everything" && (!slices.Contains(s.Pinned, "echo") || !slices.Contains(s.Offered, "echo") || len(s.Withheld) != 0) {
+			t.Errorf("mcp list everything = %+v; want echo pinned and offered, nothing withheld", s)
+		}
 	}
 	if code != 0 || states["everything"] != "up" || states["web"] != "up" || !strings.HasPrefix(states["broken"], "down: start: the command of") {
 		t.Errorf("mcp list = %d %q; want everything and web up, broken down with why", code, out)
 	}
 	if out := chat(`CALL mcp_everything_get_sum {"a":19,"b":23}`); !strings.Contains(out, "42") {
 		t.Errorf("get_sum = %q; want 42", out)
+	}
+
+	// Sampling: the server, declared with sampling, asks choir's model; the
+	// answer comes back through the server, its system prompt was not a
+	// system message, and a request over the declared max_tokens is refused.
+	if out := chat(`CALL mcp_everything_trigger_sampling_request {"prompt":"count the apples","maxTokens":50}`); !strings.Contains(out, "SAMPLED: 7 green apples") {
+		t.Errorf("sampling = %q; want the model's answer through the server", out)
+	}
+	if out := chat(`CALL mcp_everything_trigger_sampling_request {"prompt":"count the apples","maxTokens":5000}`); strings.Contains(out, "SAMPLED") || !strings.Contains(out, "200") {
+		t.Errorf("sampling over max_tokens = %q; want refused naming the limit of 200", out)
+	}
+	model.mu.Lock()
+	sampled, system := model.sampled, model.systemSeen
+	model.mu.Unlock()
+	if sampled != 1 || system {
+		t.Errorf("the model got %d sampling requests (system message: %v); want 1, without a system message", sampled, system)
 	}
 
 	// The same server over Streamable HTTP, its token in the declared header.
@@ -444,7 +478,8 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	}
 
 	// The tool list changes after the build: at the next session only the
-	// pinned, unchanged tools are offered and the admin's DM is told.
+	// pinned, unchanged tools are offered and the bound and admin DMs are
+	// told (choird's choir.mcp.notice host tool).
 	sub, stopSub := consoleSubscriber(t, home)
 	defer stopSub()
 	if err := os.WriteFile(filepath.Join(workspace, "mcp-rug"), []byte("x"), 0o644); err != nil {
@@ -462,7 +497,7 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	}, func() string { return startErr + report() })
 	waitUntil(t, "the admin told of the changed tools", 2*time.Minute, func() bool {
 		out := sub.String()
-		return strings.Contains(out, "[notice] MCP server rugpull") && strings.Contains(out, "~shifty") && strings.Contains(out, "+added") &&
+		return strings.Contains(out, "[notice] Agent agent-1: MCP server rugpull") && strings.Contains(out, "~shifty") && strings.Contains(out, "+added") &&
 			strings.Contains(out, "choirctl agent build agent-1")
 	}, func() string { return sub.String() + report() })
 	if out := chat(`CALL mcp_rugpull_stable {}`); !strings.Contains(out, "stable says ok") {
@@ -473,6 +508,26 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	}
 	if out := chat(`CALL mcp_rugpull_shifty {}`); strings.Contains(out, "shifty says ok") {
 		t.Errorf("the changed tool ran: %q", out)
+	}
+	// mcp list shows the pinned tools, the ones offered and the change
+	// withheld, with the command that accepts it.
+	var rug mcpListEntry
+	waitUntil(t, "mcp list showing rugpull's withheld change", time.Minute, func() bool {
+		out, _, _ := ctlRun(t, home, "", "mcp", "list", "agent-1", "--json")
+		var servers []mcpListEntry
+		json.Unmarshal([]byte(out), &servers)
+		for _, s := range servers {
+			if s.Server == "rugpull" {
+				rug = s
+			}
+		}
+		return slices.Contains(rug.Withheld, "~shifty")
+	}, report)
+	if !slices.Contains(rug.Pinned, "shifty") || !slices.Contains(rug.Pinned, "stable") || !slices.Equal(rug.Offered, []string{"stable"}) || !slices.Contains(rug.Withheld, "+added") {
+		t.Errorf("mcp list rugpull = %+v; want pinned shifty and stable, stable offered, +added ~shifty withheld", rug)
+	}
+	if out, _, code := ctlRun(t, home, "", "mcp", "list", "agent-1"); code != 0 || !strings.Contains(out, "withheld: ") || !strings.Contains(out, "choirctl agent build agent-1") {
+		t.Errorf("mcp list = %d %q; want the withheld change and the command that accepts it", code, out)
 	}
 }
 

@@ -139,12 +139,19 @@ func checkConnect(ctx context.Context, e *env, d *mcpdecl.Decl, rep *mcpCheckRep
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	// Declare elicitation as the agent does: some servers list tools only
-	// to clients that can answer them. Here every question is declined.
-	c, err := mcp.Connect(ctx, t, mcp.Options{ClientName: "choirctl",
+	// Declare elicitation (and sampling, for a server declared for it) as
+	// the agent does: some servers list tools only to clients that can
+	// answer them. Here every question and sampling is declined.
+	opts := mcp.Options{ClientName: "choirctl",
 		Elicit: func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) {
 			return mcp.ElicitResult{Action: mcp.ActionDecline}, nil
-		}})
+		}}
+	if d.Sampling != nil {
+		opts.Sample = func(context.Context, mcp.SampleRequest) (mcp.SampleResult, error) {
+			return mcp.SampleResult{}, errors.New("choirctl mcp check does not sample")
+		}
+	}
+	c, err := mcp.Connect(ctx, t, opts)
 	if err != nil {
 		rep.Error = err.Error()
 		return

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"time"
@@ -45,7 +46,13 @@ func ListMain(dir string, stdout, stderr io.Writer) int {
 		decline := func(context.Context, mcp.ElicitRequest) (mcp.ElicitResult, error) {
 			return mcp.ElicitResult{Action: mcp.ActionDecline}, nil
 		}
-		c, err := o.dial(ctx, d, hooks{log: log.With("mcp_server", d.Name), elicit: decline})
+		h := hooks{log: log.With("mcp_server", d.Name), elicit: decline}
+		if d.Sampling != nil { // sampling too, for a server declared for it
+			h.sample = func(context.Context, mcp.SampleRequest) (mcp.SampleResult, error) {
+				return mcp.SampleResult{}, errors.New("no model during the build's tool listing")
+			}
+		}
+		c, err := o.dial(ctx, d, h)
 		if err == nil {
 			var defs []mcp.Tool
 			defs, err = c.ListTools(ctx)
