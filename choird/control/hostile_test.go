@@ -73,13 +73,12 @@ func (s recSessions) Cores(agentID string) ([]rpc.StatusReq, error) { return nil
 func (s recSessions) CancelCore(agentID, job string) error          { s.add("cancel " + job); return nil }
 func (s recSessions) Compact(agentID string) error                  { s.add("compact"); return nil }
 func (s recSessions) Model(agentID string) (string, string, error)  { return "m", "", nil }
-func (s recSessions) SetModel(agentID, llm, voice string) error {
-	s.add("set model " + llm)
+func (s recSessions) SetModel(agentID string, c ctl.ModelChoice) error {
+	s.add("set model " + c.LLM)
 	return nil
 }
 func (s recSessions) Broadcast(typ string, data any) int           { s.add("broadcast " + typ); return 0 }
 func (s recSessions) Roles(agentID string) (string, string, error) { return "", "", nil }
-func (s recSessions) SetRoles(agentID, core, summary string) error { return nil }
 
 type recMessenger struct{ *recorder }
 

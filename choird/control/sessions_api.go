@@ -26,11 +26,12 @@ type Sessions interface {
 	CancelCore(agentID, job string) error
 	Compact(agentID string) error
 	Model(agentID string) (llm, voice string, err error)
-	SetModel(agentID, llm, voice string) error
-	// Roles and SetRoles are the core jobs' and the summary's models
-	// ("" means the edge's); SetRoles leaves an empty argument as it is.
+	// Roles are the core jobs' and the summary's models ("" means the
+	// edge's).
 	Roles(agentID string) (core, summary string, err error)
-	SetRoles(agentID, core, summary string) error
+	// SetModel checks every name of the choice, then sets the non-empty
+	// ones together: a bad name changes nothing.
+	SetModel(agentID string, choice ctl.ModelChoice) error
 	Broadcast(typ string, data any) int
 }
 
@@ -72,10 +73,7 @@ func (p *Plane) SetModel(agentID string, choice ctl.ModelChoice) (ctl.ModelChoic
 	if err != nil {
 		return ctl.ModelChoice{}, err
 	}
-	if err := running.SetModel(agentID, choice.LLM, choice.VoiceProfile); err != nil {
-		return ctl.ModelChoice{}, lifecycleError(err)
-	}
-	if err := running.SetRoles(agentID, choice.CoreLLM, choice.SummaryLLM); err != nil {
+	if err := running.SetModel(agentID, choice); err != nil {
 		return ctl.ModelChoice{}, lifecycleError(err)
 	}
 	p.mu.Lock()

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"choir/internal/config"
+	"choir/internal/ctl"
 	"choir/internal/rpc"
 )
 
@@ -69,33 +70,37 @@ func (m *Manager) Model(agentID string) (llm, voice string, err error) {
 	return r.Bindings.LLM, r.Bindings.VoiceProfile, nil
 }
 
-// SetModel switches a running agent's model, or its voice profile, until
-// it restarts (§17.1: overrides are transient). The caller bumps the config
-// version so the agent fetches the change (and the new model's key).
-func (m *Manager) SetModel(agentID, llm, voice string) error {
+// SetModel switches a running agent's models (edge, core jobs, summary)
+// or its voice profile until it restarts (§17.1: overrides are
+// transient); an empty name leaves that binding as it is. Every name is
+// checked before any is applied, so a bad one changes nothing. The caller
+// bumps the config version so the agent fetches the change (and the new
+// models' keys) at once.
+func (m *Manager) SetModel(agentID string, c ctl.ModelChoice) error {
 	l, _ := m.Config()
-	if llm != "" {
-		if _, ok := l.Config.Models[llm]; !ok {
-			return fmt.Errorf("no model named %q (have: %s)", llm, strings.Join(config.SortedNames(l.Config.Models), ", "))
+	for _, name := range []string{c.LLM, c.CoreLLM, c.SummaryLLM} {
+		if _, ok := l.Config.Models[name]; name != "" && !ok {
+			return fmt.Errorf("no model named %q (have: %s)", name, strings.Join(config.SortedNames(l.Config.Models), ", "))
 		}
 	}
-	if voice != "" {
-		if _, ok := l.Config.VoiceProfiles[voice]; !ok {
-			return fmt.Errorf("no voice profile named %q (have: %s)", voice, strings.Join(config.SortedNames(l.Config.VoiceProfiles), ", "))
-		}
+	if _, ok := l.Config.VoiceProfiles[c.VoiceProfile]; c.VoiceProfile != "" && !ok {
+		return fmt.Errorf("no voice profile named %q (have: %s)", c.VoiceProfile, strings.Join(config.SortedNames(l.Config.VoiceProfiles), ", "))
 	}
 	r := m.run(agentID)
 	if r == nil {
 		return fmt.Errorf("%s: %w", agentID, ErrNotRunning)
 	}
 	r.mu.Lock()
-	if llm != "" {
-		r.Bindings.LLM = llm
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
 	}
-	if voice != "" {
-		r.Bindings.VoiceProfile = voice
-	}
+	set(&r.Bindings.LLM, c.LLM)
+	set(&r.Bindings.CoreLLM, c.CoreLLM)
+	set(&r.Bindings.SummaryLLM, c.SummaryLLM)
+	set(&r.Bindings.VoiceProfile, c.VoiceProfile)
 	r.mu.Unlock()
-	m.logf(r, "model settings changed", "llm", llm, "voice_profile", voice)
+	m.logf(r, "model settings changed", "llm", c.LLM, "core_llm", c.CoreLLM, "summary_llm", c.SummaryLLM, "voice_profile", c.VoiceProfile)
 	return nil
 }
