@@ -85,6 +85,25 @@ func TestEverythingOverStdio(t *testing.T) {
 	if r := run(t, reg, ReadName, `{"server":"everything","uri":"demo://resource/dynamic/text/1"}`); r.Status != tool.StatusSuccess || r.Summary == "" {
 		t.Errorf("choir.mcp.read = %+v; want the resource's text", r)
 	}
+	// Prompts: listed with their arguments, rendered with the arguments given.
+	if r := run(t, reg, ResourcesName, `{"server":"everything"}`); !strings.Contains(r.Summary, "everything prompt args-prompt(city, state?)") {
+		t.Errorf("choir.mcp.resources = %q; want the prompt args-prompt with its required and optional arguments", r.Summary)
+	}
+	if r := run(t, reg, ReadName, `{"server":"everything","prompt":"args-prompt","arguments":{"city":"Lisbon"}}`); r.Status != tool.StatusSuccess || !strings.Contains(r.Summary, "user: What's weather in Lisbon?") {
+		t.Errorf("choir.mcp.read of args-prompt = %+v; want the rendered prompt", r)
+	}
+	for _, bad := range []string{
+		`{"server":"everything"}`, // neither uri nor prompt
+		`{"server":"everything","uri":"demo://resource/dynamic/text/1","prompt":"simple-prompt"}`,
+		`{"server":"everything","uri":"demo://resource/dynamic/text/1","arguments":{"a":"b"}}`,
+	} {
+		if r := run(t, reg, ReadName, bad); r.Status == tool.StatusSuccess {
+			t.Errorf("choir.mcp.read %s = %+v; want it refused", bad, r)
+		}
+	}
+	if r := run(t, reg, ReadName, `{"server":"everything","prompt":"no-such-prompt"}`); r.Status == tool.StatusSuccess {
+		t.Errorf("choir.mcp.read of a prompt the server lacks = %+v; want the server's refusal", r)
+	}
 	if _, err := reg.Prepare(ReadName, json.RawMessage(`{"server":"nosuch","uri":"x"}`)); err == nil {
 		t.Error("choir.mcp.read of an undeclared server was accepted")
 	}
