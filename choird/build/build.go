@@ -136,6 +136,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	if err != nil {
 		return nil, err
 	}
+	if err := checkSamplingModels(gsrc, asrc, cfg.Models); err != nil {
+		return nil, err
+	}
 	for _, w := range tree.Warnings {
 		warn(w)
 	}

@@ -61,7 +61,7 @@ func (b *Builder) Check(ctx context.Context, cfg *config.Config, agentID string,
 	if err != nil {
 		return nil, err
 	}
-	if err := b.content(ctx, c, agentID, gco, aco, true); err != nil {
+	if err := b.content(ctx, c, agentID, gco, aco, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -89,7 +89,7 @@ func (b *Builder) ImageContent(ctx context.Context, agentID, image string) (*Con
 	gco := &repo.Checkout{Name: "global repo", Dir: repo.GlobalDir(b.Home), Commit: g, Short: short(g)}
 	aco := &repo.Checkout{Name: "agent repo of " + agentID, Dir: repo.AgentDir(b.Home, agentID), Commit: a, Short: short(a)}
 	c := &Content{}
-	if err := b.content(ctx, c, agentID, gco, aco, false); err != nil {
+	if err := b.content(ctx, c, agentID, gco, aco, nil); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -102,9 +102,9 @@ func short(commit string) string {
 	return commit
 }
 
-// content exports both commits, checks them when asked, and fingerprints
-// their files into c.
-func (b *Builder) content(ctx context.Context, c *Content, agentID string, gco, aco *repo.Checkout, validate bool) error {
+// content exports both commits, checks them (against cfg's models too)
+// when cfg is not nil, and fingerprints their files into c.
+func (b *Builder) content(ctx context.Context, c *Content, agentID string, gco, aco *repo.Checkout, cfg *config.Config) error {
 	c.Global, c.Agent = *gco, *aco
 	tmp, err := os.MkdirTemp("", "choir-check-")
 	if err != nil {
@@ -115,9 +115,12 @@ func (b *Builder) content(ctx context.Context, c *Content, agentID string, gco, 
 	if err != nil {
 		return err
 	}
-	if validate {
+	if cfg != nil {
 		tree, err := check(gsrc, asrc)
 		if err != nil {
+			return err
+		}
+		if err := checkSamplingModels(gsrc, asrc, cfg.Models); err != nil {
 			return err
 		}
 		c.Warnings = append(c.Warnings, tree.Warnings...)

@@ -3,8 +3,10 @@ package build
 import (
 	"errors"
 	"path"
+	"strconv"
 	"strings"
 
+	"choir/internal/config"
 	"choir/internal/mcpdecl"
 )
 
@@ -73,4 +75,31 @@ func mcpSecretNames(t *Tree) string {
 		}
 	}
 	return strings.Join(sortedKeys(set), ",")
+}
+
+// checkSamplingModels refuses a declaration whose sampling.model is not a
+// model of config.json: the image would hold a server whose every sampling
+// request fails. Only the declarations that reach the image are checked
+// (the agent repo's replaces the global repo's).
+func checkSamplingModels(global, agent *source, models map[string]config.Model) error {
+	var faults []Fault
+	for _, side := range []*source{global, agent} {
+		for _, name := range sortedKeys(side.mcp) {
+			if side == global && agent.mcp[name] != nil {
+				continue
+			}
+			sm := side.mcp[name].decl.Sampling
+			if sm == nil || sm.Model == "" {
+				continue
+			}
+			if _, ok := models[sm.Model]; !ok {
+				faults = append(faults, Fault{Repo: side.label, File: path.Join(MCPDir, name+".json"), Path: "/sampling/model",
+					Message: "no model named " + strconv.Quote(sm.Model) + " in config.json (have: " + strings.Join(config.SortedNames(models), ", ") + "); name one of them, or leave model out for the agent's summary model"})
+			}
+		}
+	}
+	if len(faults) > 0 {
+		return &InvalidError{Faults: faults}
+	}
+	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"choir/internal/config"
 )
 
 func writeMCPTree(t *testing.T, files map[string]string) string {
@@ -63,5 +65,41 @@ func TestMCPDeclarationsMergedAndChecked(t *testing.T) {
 	}
 	if files["a1:mcp/shared.json"] == "" {
 		t.Errorf("fingerprint = %v; want mcp/ files, so config load reports their changes", files)
+	}
+}
+
+// TestSamplingModelMustBeConfigured: a declaration whose sampling.model
+// config.json lacks fails the build naming the repo, the file, the pointer
+// and the models there are; a global declaration the agent repo replaces
+// is not held against the image.
+func TestSamplingModelMustBeConfigured(t *testing.T) {
+	global := writeMCPTree(t, map[string]string{
+		"Dockerfile.base": "FROM x\n", "identity/USER.md": "u\n",
+		"mcp/notes.json":  `{"transport":"stdio","command":"/srv/notes","sampling":{"model":"gone","max_tokens":100}}`,
+		"mcp/shared.json": `{"transport":"stdio","command":"/srv/shared","sampling":{"model":"gone","max_tokens":100}}`,
+	})
+	agent := writeMCPTree(t, map[string]string{
+		"Dockerfile":      "FROM choir-base\n",
+		"mcp/shared.json": `{"transport":"stdio","command":"/srv/shared","sampling":{"model":"fast","max_tokens":100}}`,
+		"mcp/plain.json":  `{"transport":"stdio","command":"/srv/plain","sampling":{"max_tokens":100}}`,
+	})
+	gs := loadSource("global repo", global, "g", BaseDockerfile, UserFile)
+	as := loadSource("agent repo", agent, "a", AgentDockerfile)
+	if _, err := check(gs, as); err != nil {
+		t.Fatal(err)
+	}
+	models := map[string]config.Model{"fast": {}, "big": {}}
+	err := checkSamplingModels(gs, as, models)
+	var ie *InvalidError
+	if !errors.As(err, &ie) || len(ie.Faults) != 1 {
+		t.Fatalf("checkSamplingModels = %v; want exactly one fault (global notes.json)", err)
+	}
+	f := ie.Faults[0]
+	if f.Repo != "global repo" || f.File != "mcp/notes.json" || f.Path != "/sampling/model" || !strings.Contains(f.Message, `"gone"`) || !strings.Contains(f.Message, "big, fast") {
+		t.Errorf("fault = %+v; want global repo mcp/notes.json /sampling/model naming \"gone\" and the models there are", f)
+	}
+	models["gone"] = config.Model{}
+	if err := checkSamplingModels(gs, as, models); err != nil {
+		t.Errorf("with the model configured: %v", err)
 	}
 }
