@@ -80,14 +80,14 @@ func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string,
 		return "Compacting working memory.", nil
 	case "model", "voice":
 		if len(c.Args) == 0 {
-			llm, voice, err := g.Model(c.Agent)
+			m, err := g.plane.Models(c.Agent)
 			if err != nil {
 				return "", err
 			}
 			if c.Name == "voice" {
-				return fmt.Sprintf("%s speaks with voice %q.", c.Agent, voice), nil
+				return fmt.Sprintf("%s speaks with voice %q.", c.Agent, m.VoiceProfile), nil
 			}
-			return fmt.Sprintf("%s uses model %q.", c.Agent, llm), nil
+			return fmt.Sprintf("%s uses %s.", c.Agent, modelsLine(m)), nil
 		}
 		choice := ctl.ModelChoice{}
 		switch {
@@ -106,7 +106,7 @@ func (g gatewayControl) Command(ctx context.Context, c gateway.Command) (string,
 		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s now uses model %q and voice %q until it restarts.", c.Agent, got.LLM, got.VoiceProfile), nil
+		return fmt.Sprintf("%s now uses %s and voice %q until it restarts.", c.Agent, modelsLine(got), got.VoiceProfile), nil
 	case "agent-build":
 		if c.Agent == "" {
 			return "", errors.New("name the agent: /agent build <agent-id>")
@@ -354,4 +354,17 @@ func applier(plane *control.Plane, m *lifecycle.Manager, log *slog.Logger) *evol
 		},
 		Log: log,
 	}
+}
+
+// modelsLine names an agent's model of each role: `model "fast" (core
+// jobs "big", summary "fast")`, a role without its own model being the
+// edge's.
+func modelsLine(m ctl.ModelChoice) string {
+	role := func(name string) string {
+		if name == "" {
+			return fmt.Sprintf("%q", m.LLM)
+		}
+		return fmt.Sprintf("%q", name)
+	}
+	return fmt.Sprintf("model %q (core jobs %s, summary %s)", m.LLM, role(m.CoreLLM), role(m.SummaryLLM))
 }

@@ -86,6 +86,15 @@ func (p *Plane) SetModel(agentID string, choice ctl.ModelChoice) (ctl.ModelChoic
 	return p.modelChoice(running, agentID)
 }
 
+// Models is what a running agent uses now, every role (/model).
+func (p *Plane) Models(agentID string) (ctl.ModelChoice, error) {
+	_, running, err := p.sessionDeps()
+	if err != nil {
+		return ctl.ModelChoice{}, err
+	}
+	return p.modelChoice(running, agentID)
+}
+
 // modelChoice is what a running agent uses now, every role.
 func (p *Plane) modelChoice(running Sessions, agentID string) (ctl.ModelChoice, error) {
 	llm, voice, err := running.Model(agentID)
