@@ -87,7 +87,9 @@ if [ -n "$out" ]; then echo "gofmt would change:"; echo "$out"; exit 1; fi
 go vet ./...
 
 say "go test -race (strict: missing backends fail)"
-CHOIR_TEST_STRICT=1 go test -race -count=1 ./...
+# choirctl's end-to-end tests run one real agent after another and take
+# longer than go test's default 10 minutes per package under -race.
+CHOIR_TEST_STRICT=1 go test -race -count=1 -timeout 45m ./...
 
 say "fuzzing ($fuzztime each)"
 for target in \
