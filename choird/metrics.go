@@ -164,59 +164,12 @@ func startMetrics(c *config.Config, src metricsSources, log *slog.Logger) (addr 
 	}, nil
 }
 
-// countedHandler counts and times every agent protocol call that reaches
-// choird's handler (one that authenticated and decoded), by verb and
-// outcome. Requests refused before it (no token, a malformed body, a rate
-// limit) are not counted. Verbs added to the interface later pass through
-// uncounted until listed here.
-type countedHandler struct{ rpc.ControlPlaneHandler }
-
-func counted[Req, Resp any](ctx context.Context, verb rpc.Verb, f func(context.Context, Req) (Resp, error), req Req) (Resp, error) {
-	start := time.Now()
-	resp, err := f(ctx, req)
-	metrics.RPCSeconds.With(string(verb)).Since(start)
-	metrics.RPCRequests.With(string(verb), rpcCode(err)).Inc()
-	return resp, err
-}
-
-// rpcCode is "ok" or the code the agent is answered with.
-func rpcCode(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var e *rpc.Error
-	if errors.As(err, &e) && e.Code != "" {
-		return e.Code
-	}
-	return rpc.CodeInternal
-}
-
-func (h countedHandler) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rpc.InitHelloResp, error) {
-	return counted(ctx, rpc.VerbInitHello, h.ControlPlaneHandler.HandleInitHello, req)
-}
-func (h countedHandler) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.SecretResp, error) {
-	return counted(ctx, rpc.VerbGetSecrets, h.ControlPlaneHandler.HandleSecrets, req)
-}
-func (h countedHandler) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
-	return counted(ctx, rpc.VerbHeartbeat, h.ControlPlaneHandler.HandleHeartbeat, req)
-}
-func (h countedHandler) HandleApproval(ctx context.Context, req rpc.ApprovalReq) (rpc.ApprovalResp, error) {
-	return counted(ctx, rpc.VerbRequestApproval, h.ControlPlaneHandler.HandleApproval, req)
-}
-func (h countedHandler) HandleStatus(ctx context.Context, req rpc.StatusReq) (rpc.StatusResp, error) {
-	return counted(ctx, rpc.VerbReportStatus, h.ControlPlaneHandler.HandleStatus, req)
-}
-func (h countedHandler) HandleTerminate(ctx context.Context, req rpc.TerminateReq) (rpc.TerminateResp, error) {
-	return counted(ctx, rpc.VerbTerminateSelf, h.ControlPlaneHandler.HandleTerminate, req)
-}
-func (h countedHandler) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc.ConfigResp, error) {
-	return counted(ctx, rpc.VerbFetchDynamicConfig, h.ControlPlaneHandler.HandleFetchConfig, req)
-}
-func (h countedHandler) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.HostToolResp, error) {
-	return counted(ctx, rpc.VerbExecuteHostTool, h.ControlPlaneHandler.HandleHostTool, req)
-}
-func (h countedHandler) HandleFetchEvents(ctx context.Context, req rpc.FetchEventsReq) (rpc.FetchEventsResp, error) {
-	return counted(ctx, rpc.VerbFetchEvents, h.ControlPlaneHandler.HandleFetchEvents, req)
+// countRPC is rpc.Server.Observe: every agent protocol call of a served
+// verb, by verb and the code it was answered with (refusals before the
+// handler, such as unauthorized or rate_limited, included), and its time.
+func countRPC(verb rpc.Verb, code string, took time.Duration) {
+	metrics.RPCSeconds.With(string(verb)).Observe(took.Seconds())
+	metrics.RPCRequests.With(string(verb), code).Inc()
 }
 
 // countAdmin counts choirctl's requests by the route pattern that served

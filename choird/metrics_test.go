@@ -115,13 +115,28 @@ func TestMetricsEndpoint(t *testing.T) {
 	}
 	defer stop()
 
-	// The agent protocol, through the counting handler.
-	h := countedHandler{fakeHandler{}}
-	ctx := context.Background()
-	h.HandleHeartbeat(ctx, rpc.HeartbeatReq{})
-	h.HandleHeartbeat(ctx, rpc.HeartbeatReq{})
-	h.HandleSecrets(ctx, rpc.SecretReq{})
-	h.HandleStatus(ctx, rpc.StatusReq{})
+	// The agent protocol, through the rpc server choird serves with
+	// countRPC: answered calls, a call without the token, and a path that
+	// names no verb (the caller's text, never a label).
+	rs := rpc.NewServer(fakeHandler{}, rpc.DefaultLimits(), slog.New(slog.DiscardHandler))
+	rs.Observe = countRPC
+	rs.Open("s-m", "m-alpha", "tok-m")
+	call := func(path, token, body string) {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+		req.Header.Set(rpc.HeaderSessionID, "s-m")
+		req.Header.Set(rpc.HeaderRequestID, "r-1")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		rs.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	call("/rpc/HEARTBEAT", "tok-m", `{"base_rev":0,"new_rev":0,"patches":[]}`)
+	call("/rpc/HEARTBEAT", "tok-m", `{"base_rev":0,"new_rev":0,"patches":[]}`)
+	call("/rpc/HEARTBEAT", "tok-m", `{"events":[]}`) // refused before the handler
+	call("/rpc/GET_SECRETS", "tok-m", `{}`)
+	call("/rpc/REPORT_STATUS", "tok-m", `{"lane":"edge","state":"IDLE"}`)
+	call("/rpc/HEARTBEAT", "", `{"base_rev":0,"new_rev":0,"patches":[]}`)
+	call("/rpc/"+metricsSecret, "tok-m", `{}`)
 
 	// Events stored, then the same batch resent: counted once.
 	ec := eventCounter{loaded: func() *config.Loaded { return loaded }}
@@ -178,9 +193,11 @@ func TestMetricsEndpoint(t *testing.T) {
 		`choir_approvals_pending 2`,
 		`choir_telegram_updates_total{gateway="m-main"} 5`,
 		`choir_rpc_requests_total{verb="HEARTBEAT",code="ok"} 2`,
+		`choir_rpc_requests_total{verb="HEARTBEAT",code="unauthorized"} 1`,
+		`choir_rpc_requests_total{verb="HEARTBEAT",code="bad_request"} 1`,
 		`choir_rpc_requests_total{verb="GET_SECRETS",code="unauthorized"} 1`,
 		`choir_rpc_requests_total{verb="REPORT_STATUS",code="internal"} 1`,
-		`choir_rpc_request_duration_seconds_count{verb="HEARTBEAT"} 2`,
+		`choir_rpc_request_duration_seconds_count{verb="HEARTBEAT"} 4`,
 		`choir_admin_requests_total{route="GET /v1/agents/{id}",code="404"} 2`,
 		`choir_llm_calls_total{agent="m-alpha",model="gpt-test"} 1`,
 		`choir_llm_calls_total{agent="m-alpha",model="fast"} 1`,

@@ -84,8 +84,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.SessionClosed = mem.SessionEnded
 	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
 	plane.SetUsage(usageView{st: st, ledger: spend, config: func() *config.Config { return plane.Config().Config }})
-	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: countedHandler{agentsMgr.Handler()}, ledger: spend, agents: agentsMgr},
+	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	rpcServer.Observe = countRPC // metrics.go
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
 	agentsMgr.Images = imageStore{st}

@@ -14,9 +14,10 @@ import (
 // reports, checked against a pattern and the configuration first: never a
 // secret, a message's text or a user id.
 var (
-	// RPCRequests counts agent protocol calls that reached choird's handler.
+	// RPCRequests counts agent protocol calls of the verbs choird serves,
+	// refused or answered (rpc.Server.Observe).
 	RPCRequests = Default.Counter("choir_rpc_requests_total",
-		"Agent protocol requests handled by choird, by verb and outcome (ok or the error code answered).", "verb", "code")
+		"Agent protocol requests to choird, by verb and outcome (ok or the error code answered, refusals included).", "verb", "code")
 	// RPCSeconds times them.
 	RPCSeconds = Default.Histogram("choir_rpc_request_duration_seconds",
 		"Time choird took to handle an agent protocol request, by verb.", nil, "verb")

@@ -35,6 +35,12 @@ type Server struct {
 	log     *slog.Logger
 	now     func() time.Time
 	verbs   map[Verb]func(ctx context.Context, body []byte) (any, error)
+	// Observe, when set before serving, is told of every call of a verb the
+	// server serves, refused or answered: the verb, "ok" or the error code
+	// the caller got (unauthorized, rate_limited, bad_request, ...) and how
+	// long it took. Paths that name no served verb are not observed (they
+	// are the caller's text).
+	Observe func(verb Verb, code string, took time.Duration)
 	sessions
 	serving
 }
@@ -145,6 +151,15 @@ func (s *Server) Publish(sessionID, typ string, data any) (string, bool) {
 
 // ServeHTTP routes POST /rpc/<VERB> and GET /events.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.Observe != nil {
+		if v, ok := strings.CutPrefix(r.URL.Path, "/rpc/"); ok && s.verbs[Verb(v)] != nil {
+			verb := Verb(v)
+			ow := &observedWriter{ResponseWriter: w}
+			start := time.Now()
+			defer func() { s.Observe(verb, ow.code(), time.Since(start)) }()
+			w = ow
+		}
+	}
 	sess, sessionID, ok := s.authenticate(w, r)
 	if !ok {
 		return
@@ -381,5 +396,25 @@ func writeError(w http.ResponseWriter, e *Error) {
 	if e.Status == 0 {
 		e.Status = http.StatusInternalServerError
 	}
+	if ow, ok := w.(*observedWriter); ok {
+		ow.errCode = e.Code
+	}
 	writeJSON(w, e.Status, errorBody{Error: e})
+}
+
+// observedWriter keeps the error code a call was answered with, for
+// Server.Observe.
+type observedWriter struct {
+	http.ResponseWriter
+	errCode string
+}
+
+// Unwrap lets http.ResponseController reach the connection (read deadlines).
+func (w *observedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *observedWriter) code() string {
+	if w.errCode != "" {
+		return w.errCode
+	}
+	return "ok"
 }
