@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make test: install what the tests need on a fresh machine of this kind,
-# start the shared backends (one Docker engine, one PGlite server), then run
+# start the shared Docker engine, then run
 # every test with CHOIR_TEST_STRICT=1 so that a test missing a backend fails
 # instead of skipping, and finish with short fuzzing runs.
 set -euo pipefail
@@ -66,7 +66,6 @@ fi
 
 mkdir -p "$work"
 stop_all() {
-  [ -x testkit/pgtest/pglite.sh ] && testkit/pgtest/pglite.sh stop "$work/pg" >/dev/null 2>&1 || true
   testkit/dockertest/engine.sh stop "$work/engine" >/dev/null 2>&1 || true
 }
 trap stop_all EXIT
@@ -75,10 +74,10 @@ say "starting the test Docker engine"
 export "$(testkit/dockertest/engine.sh start "$work/engine")"
 echo "DOCKER_HOST=$DOCKER_HOST"
 
-if [ -x testkit/pgtest/pglite.sh ] && [ -z "${CHOIR_TEST_DATABASE_URL:-}" ]; then
-  say "starting PGlite (Postgres 17 + pgvector)"
-  export "$(testkit/pgtest/pglite.sh start "$work/pg")"
-fi
+# No shared PGlite: each test binary that needs Postgres starts its own
+# private one (pgtest), so packages running at once never queue for one
+# server's single connection (a choird waiting there misses its heartbeat
+# deadlines). CHOIR_TEST_DATABASE_URL, when set, is used by all instead.
 
 say "gofmt and go vet"
 # vendor/ is third-party code as published, not choir's to format.
