@@ -40,6 +40,7 @@ type Store interface {
 	InsertCall(ctx context.Context, r store.CallRow) (bool, error)
 	AddAllowance(ctx context.Context, a store.Allowance) error
 	Allowances(ctx context.Context, t time.Time) ([]store.Allowance, error)
+	ClaimSpendNotice(ctx context.Context, key string, at time.Time) (bool, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -52,7 +53,8 @@ type Ledger struct {
 	Store  Store
 	Config func() *config.Config // the running config
 	// Notify tells an agent's bound DM and the admin DMs that a cap
-	// passed warn_at (once per cap and period while choird runs).
+	// passed warn_at (once per cap and period, also across restarts: the
+	// store keeps the notices sent).
 	Notify func(agentID, text string)
 	Log    *slog.Logger
 	Now    func() time.Time // nil: time.Now
@@ -60,7 +62,7 @@ type Ledger struct {
 
 	mu     sync.Mutex
 	open   map[string]*reservation // by call id
-	warned map[string]bool         // scope, cap and period
+	warned map[string]bool         // scope, cap and period: notices claimed
 	allow  []store.Allowance
 	loaded bool
 }
@@ -193,6 +195,12 @@ func (l *Ledger) Reserve(ctx context.Context, agentID, sessionID string, req rpc
 				l.warned = map[string]bool{}
 			}
 			l.warned[wkey] = true
+			if first, err := l.Store.ClaimSpendNotice(ctx, wkey, now); err != nil {
+				// Better a notice twice than none: send it.
+				l.Log.Warn("spend notice not recorded", "agent_id", agentID, "cap", c.scope+" "+c.key, "error", err)
+			} else if !first {
+				continue // sent before this choird started
+			}
 			notices = append(notices, fmt.Sprintf("Spend notice: %s has used %s of its %s (%s, %.0f%%). It resets %s.",
 				who(c, agentID), amount(spent+worst, c.tokens, currency), capName(c), amount(max, c.tokens, currency),
 				100*(spent+worst)/max, reset.Format("2006-01-02 15:04 UTC")))

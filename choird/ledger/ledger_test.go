@@ -20,6 +20,20 @@ type fakeStore struct {
 	rows   map[string]store.CallRow // by call id
 	allow  []store.Allowance
 	totals int // SpendTotals calls
+	sent   map[string]bool
+}
+
+func (f *fakeStore) ClaimSpendNotice(_ context.Context, key string, _ time.Time) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.sent[key] {
+		return false, nil
+	}
+	if f.sent == nil {
+		f.sent = map[string]bool{}
+	}
+	f.sent[key] = true
+	return true, nil
 }
 
 var _ Store = (*fakeStore)(nil)
@@ -253,6 +267,32 @@ func TestWarnOnce(t *testing.T) {
 	waitNotices(t, notices, 1)
 	if n := notices()[0]; !strings.Contains(n, "daily cap in tokens") || !strings.Contains(n, "80%") {
 		t.Errorf("notice %q; want the daily token cap at 80%%", n)
+	}
+}
+
+// A restarted choird (a new ledger on the same store) does not send a
+// notice the one before it sent; the next day's notice still goes out.
+func TestWarnOnceAcrossRestart(t *testing.T) {
+	l, fs, notices, now := newLedger(t, tokenCaps(1000))
+	for i := range 4 { // 800 of 1000 tokens: the 80% notice
+		reserve(t, l, "a1", fmt.Sprint(i), 100, 100)
+		fs.stored("a1", fmt.Sprint(i), *now, 200, 0)
+	}
+	waitNotices(t, notices, 1)
+
+	restarted, _, notices2, now2 := newLedger(t, tokenCaps(1000))
+	restarted.Store = fs
+	*now2 = *now
+	if r := reserve(t, restarted, "a1", "after-restart", 10, 10); !r.Allowed {
+		t.Fatalf("a call under the cap after the restart was refused: %+v", r)
+	}
+	*now2 = now.Add(24 * time.Hour) // the next day: spent starts again
+	for i := range 4 {
+		reserve(t, restarted, "a1", fmt.Sprint("next-day-", i), 100, 100)
+	}
+	waitNotices(t, notices2, 1)
+	if n := notices2()[0]; !strings.Contains(n, "2026-11-27") {
+		t.Errorf("notice after the restart %q; want only the next day's (resetting 2026-11-27)", n)
 	}
 }
 

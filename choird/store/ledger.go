@@ -219,6 +219,26 @@ func (s *Store) AddAllowance(ctx context.Context, a Allowance) error {
 	return nil
 }
 
+// ClaimSpendNotice records that the warn_at notice named key was sent and
+// reports whether this call was the first to claim it, so each notice goes
+// out once also across choird restarts. Claims older than two months (no
+// period lasts longer) are pruned on the way.
+func (s *Store) ClaimSpendNotice(ctx context.Context, key string, at time.Time) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q(`
+		INSERT INTO choir_control.spend_notices (key, sent_at) VALUES ($1, $2)
+		ON CONFLICT (key) DO NOTHING`), key, at.UTC())
+	if err != nil {
+		return false, fmt.Errorf("spend notice %s: %w", key, err)
+	}
+	if tag.RowsAffected() == 0 {
+		return false, nil
+	}
+	if _, err := s.pool.Exec(ctx, s.q(`DELETE FROM choir_control.spend_notices WHERE sent_at < $1`), at.UTC().AddDate(0, -2, 0)); err != nil {
+		return true, fmt.Errorf("prune spend notices: %w", err)
+	}
+	return true, nil
+}
+
 // Allowances returns the raises still running at t.
 func (s *Store) Allowances(ctx context.Context, t time.Time) ([]Allowance, error) {
 	rows, err := s.pool.Query(ctx, s.q(`

@@ -130,3 +130,19 @@ func TestLedgerInsertCallAndAllowances(t *testing.T) {
 		t.Errorf("Allowances after its time = %+v, %v; want none", a, err)
 	}
 }
+
+// A warn_at notice is claimed once, also by a store opened later (a
+// restarted choird).
+func TestClaimSpendNoticeOnce(t *testing.T) {
+	s := newStore(t, Config{}, "alpha")
+	ctx := ctxT(t)
+	key := "agent|per_day_tokens|alpha|2026-11-25"
+	for i, want := range []bool{true, false} {
+		if first, err := s.ClaimSpendNotice(ctx, key, t0); err != nil || first != want {
+			t.Fatalf("ClaimSpendNotice #%d = %v, %v; want %v", i+1, first, err, want)
+		}
+	}
+	if first, err := s.ClaimSpendNotice(ctx, "agent|per_day_tokens|alpha|2026-11-26", t0.Add(24*time.Hour)); err != nil || !first {
+		t.Errorf("the next day's notice = %v, %v; want a first claim", first, err)
+	}
+}

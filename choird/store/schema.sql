@@ -169,6 +169,14 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.usage_allowances (
     granted_by text NOT NULL,
     granted_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- spend_notices: the warn_at notices sent (owned by choird/ledger), one
+-- per cap, scope and period, so a restarted choird does not send the same
+-- notice again.
+CREATE TABLE IF NOT EXISTS {{.Control}}.spend_notices (
+    key     text PRIMARY KEY,
+    sent_at timestamptz NOT NULL DEFAULT now()
+);
 {{end}}
 
 {{define "agent"}}
