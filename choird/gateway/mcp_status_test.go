@@ -18,3 +18,12 @@ func TestStatusShowsMCPChangesWithheld(t *testing.T) {
 		t.Fatalf("/status = %q; want rugpull's withheld changes and the command, nothing for fine", out)
 	}
 }
+
+// /status names every role's model, not only the edge's.
+func TestStatusShowsEveryModelRole(t *testing.T) {
+	st := ctl.AgentStatus{AgentID: "agent-1", Bindings: &rpc.ResourceBindings{Workspace: "ws", LLM: "fast", CoreLLM: "flagship", SummaryLLM: "cheap", DM: "owner"}}
+	out := formatStatus(st)
+	if !strings.Contains(out, "bindings: workspace=ws llm=fast core_llm=flagship summary_llm=cheap dm=owner") {
+		t.Fatalf("/status = %q; want the edge, core and summary models in its bindings line", out)
+	}
+}

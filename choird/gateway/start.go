@@ -105,7 +105,7 @@ func formatStatus(st ctl.AgentStatus) string {
 	}
 	if b := st.Bindings; b != nil {
 		var parts []string
-		for _, kv := range [][2]string{{"workspace", b.Workspace}, {"llm", b.LLM}, {"voice", b.VoiceProfile},
+		for _, kv := range [][2]string{{"workspace", b.Workspace}, {"llm", b.LLM}, {"core_llm", b.CoreLLM}, {"summary_llm", b.SummaryLLM}, {"voice", b.VoiceProfile},
 			{"git", b.GitIdentity}, {"notion", b.Notion}, {"email", b.Email}, {"dm", b.DM}} {
 			if kv[1] != "" {
 				parts = append(parts, kv[0]+"="+kv[1])
