@@ -177,6 +177,32 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.spend_notices (
     key     text PRIMARY KEY,
     sent_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- dm_outbox (owned by choird/gateway's outbox; SQL in outbox.go): what
+-- agents send to Telegram DMs (choir.dm.send), queued until the DM's
+-- sender has each part from Telegram. (agent_id, msg_key) makes a resend a
+-- no-op; id is the order of one DM's messages. body is the gateway's plan
+-- of parts. parts_done and telegram_ids record the parts Telegram accepted;
+-- attempt is the part whose send started, so a restart knows the one part
+-- that may have reached Telegram unrecorded. status: queued, sent, failed.
+CREATE TABLE IF NOT EXISTS {{.Control}}.dm_outbox (
+    id           bigserial PRIMARY KEY,
+    agent_id     text NOT NULL,
+    dm           text NOT NULL,
+    msg_key      text NOT NULL,
+    body         jsonb NOT NULL,
+    status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'sent', 'failed')),
+    parts_done   integer NOT NULL DEFAULT 0,
+    attempt      integer NOT NULL DEFAULT -1,
+    telegram_ids bigint[] NOT NULL DEFAULT '{}',
+    notes        text[] NOT NULL DEFAULT '{}',
+    error        text NOT NULL DEFAULT '',
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    done_at      timestamptz,
+    UNIQUE (agent_id, msg_key)
+);
+CREATE INDEX IF NOT EXISTS dm_outbox_queued ON {{.Control}}.dm_outbox (dm, id) WHERE status = 'queued';
+CREATE INDEX IF NOT EXISTS dm_outbox_agent_queued ON {{.Control}}.dm_outbox (agent_id) WHERE status = 'queued';
 {{end}}
 
 {{define "agent"}}
