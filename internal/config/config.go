@@ -37,6 +37,9 @@ type Config struct {
 	Metrics *Metrics `json:"metrics,omitempty"`
 	// Spend is the installation's currency and caps (spend.go).
 	Spend *Spend `json:"spend,omitempty"`
+	// Headless is the operator's mood overrides for headless runs
+	// (headless.go).
+	Headless *Headless `json:"headless,omitempty"`
 
 	Tunables
 }
@@ -262,6 +265,8 @@ type Agent struct {
 	// Spend is the agent's own caps (spend.go); nil means only the
 	// installation's.
 	Spend *Spend `json:"spend,omitempty"`
+	// Schedules enqueue the agent's headless runs (headless.go).
+	Schedules []Schedule `json:"schedules,omitempty"`
 }
 
 // AgentDefaults names the resources an agent binds when started without

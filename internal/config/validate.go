@@ -50,6 +50,7 @@ func Validate(c *Config, secrets Secrets) error {
 	v.tunables()
 	v.metrics()
 	v.spend()
+	v.headless()
 	return v.ps.sorted().Err()
 }
 
