@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS_BUILD := -trimpath
 
-.PHONY: all build install demo test audit check bench fmt vet clean
+.PHONY: all build install demo test audit check bench bench-scale fmt vet clean
 
 all: build
 
@@ -50,6 +50,12 @@ check: fmt vet
 ## bench: the benchmarks the issues ask to measure
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## bench-scale: what N idle agents cost the host, on the real engine and
+## Postgres (testkit/scale; not part of make test): N = 1, 10, 100 by default;
+## ARGS='-n 1000' adds a larger N, ARGS='-quick' is for development
+bench-scale: build
+	@$(GO) run ./testkit/scale $(ARGS)
 
 fmt:
 	@out=$$(gofmt -l $$(find . -path ./vendor -prune -o -name '*.go' -print)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
