@@ -79,8 +79,6 @@ var AgentCaps = []string{"CAP_SETUID", "CAP_SETGID", "CAP_KILL"}
 // read-only (with the HTTP transport it holds only the CA that choir-agent
 // trusts for choird's endpoint).
 func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
-	init := true
-	pids := int64(s.Limits.Pids)
 	cfg := &docker.ContainerConfig{
 		Image: s.Image,
 		Cmd:   []string{"--control-plane=uds", "--socket=" + SocketInside},
@@ -95,29 +93,41 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 		WorkingDir: WorkspaceTarget,
 		Hostname:   s.AgentID,
 	}
-	hc := &docker.HostConfig{
-		Mounts: []docker.Mount{
-			{Type: docker.MountBind, Source: s.WorkspacePath, Target: WorkspaceTarget},
-			{Type: docker.MountBind, Source: s.SocketDir, Target: SocketTarget, ReadOnly: true},
-		},
-		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=" + strconv.FormatInt(TmpSizeMB(s.Limits), 10) + "m", "/run": "rw,nosuid,nodev,size=16m"},
-		ReadonlyRootfs: true,
-		CapDrop:        []string{"ALL"},
-		CapAdd:         slices.Clone(AgentCaps),
-		SecurityOpt:    []string{"no-new-privileges"},
-		NetworkMode:    "bridge",
-		IpcMode:        "private",
-		Init:           &init,
-		Resources: docker.Resources{
-			NanoCPUs:  int64(s.Limits.CPUs * 1e9),
-			Memory:    int64(s.Limits.MemoryMB) << 20,
-			PidsLimit: &pids,
-		},
+	hc := Hardened(s.Limits)
+	hc.Mounts = []docker.Mount{
+		{Type: docker.MountBind, Source: s.WorkspacePath, Target: WorkspaceTarget},
+		{Type: docker.MountBind, Source: s.SocketDir, Target: SocketTarget, ReadOnly: true},
 	}
+	hc.CapAdd = slices.Clone(AgentCaps)
+	hc.NetworkMode = "bridge"
 	if s.Endpoint != "" {
 		cfg.Cmd = []string{"--control-plane=http", "--endpoint=" + s.Endpoint, "--tls-ca=" + CAInside}
 	}
 	return cfg, hc
+}
+
+// Hardened is the part of §15.3 that every container choird starts shares
+// (an agent's, a verifier's): every capability dropped, no-new-privileges,
+// a read-only root with tmpfs /tmp (TmpSizeMB) and /run, private IPC,
+// docker-init as PID 1, the default seccomp profile and the cgroup limits
+// l. It has no mounts, no network mode and no capabilities: the caller adds
+// those.
+func Hardened(l config.ContainerLimits) *docker.HostConfig {
+	init := true
+	pids := int64(l.Pids)
+	return &docker.HostConfig{
+		Tmpfs:          map[string]string{"/tmp": "rw,nosuid,nodev,size=" + strconv.FormatInt(TmpSizeMB(l), 10) + "m", "/run": "rw,nosuid,nodev,size=16m"},
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		IpcMode:        "private",
+		Init:           &init,
+		Resources: docker.Resources{
+			NanoCPUs:  int64(l.CPUs * 1e9),
+			Memory:    int64(l.MemoryMB) << 20,
+			PidsLimit: &pids,
+		},
+	}
 }
 
 // TmpSizeMB sizes the container's /tmp: at most 512 MiB and a quarter of its

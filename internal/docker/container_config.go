@@ -41,7 +41,16 @@ type HostConfig struct {
 	Devices        []DeviceMapping   `json:",omitempty"`
 	Init           *bool             `json:",omitempty"` // run docker-init as PID 1 to forward signals and reap zombies
 	AutoRemove     bool              `json:",omitempty"` // remove the container when it exits
+	LogConfig      *LogConfig        `json:",omitempty"` // the container's log driver; nil: the engine's default
 	Resources                        // limits, at the top level of HostConfig on the wire
+}
+
+// LogConfig chooses a container's log driver and its options, e.g.
+// {Type: "json-file", Config: {"max-size": "16m", "max-file": "1"}}, which
+// caps what the engine keeps on disk (it rotates, keeping the newest).
+type LogConfig struct {
+	Type   string
+	Config map[string]string `json:",omitempty"`
 }
 
 // Resources are a container's cgroup limits.
