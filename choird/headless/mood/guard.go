@@ -1,0 +1,176 @@
+package mood
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Guard names a transition guard of seed 002 §4.
+type Guard string
+
+// The guards, in the order Decide tries them.
+const (
+	GuardCrashRecovery     Guard = "crash_recovery"
+	GuardUnexpectedNetwork Guard = "unexpected_network"
+	GuardPrivilegeHighRisk Guard = "privilege_proximity_high_risk"
+	GuardPrivilege         Guard = "privilege_proximity"
+	GuardRegression        Guard = "verifier_regressed"
+	GuardRepeatedFailure   Guard = "repeated_failure_signature"
+	GuardBudget            Guard = "budget_exhausted_without_progress"
+	GuardNoStateChange     Guard = "no_state_change"
+	GuardHyperthesis       Guard = "hyperthesis_magnitude"
+	GuardCleared           Guard = "cleared"
+)
+
+// Privileged actions a run can be about to take (Facts.Privilege).
+const (
+	Commit  = "commit"
+	Publish = "publish"
+	Export  = "export"
+)
+
+// Facts are what the guards look at, gathered by the director after a
+// run ends or before it takes a privileged action.
+type Facts struct {
+	// Current is the mood the agent's work is in now.
+	Current Mood
+	// Anomalies are Detect's findings on the newest run.
+	Anomalies []Anomaly
+	// Regressed names the verifiers that passed on the run's base commit
+	// and fail on its result.
+	Regressed []string
+	// Hyperthesis is the hyperthesis magnitude: the open hypertheses of the
+	// AHDB state that have no bound yet (seed 002 §5.2).
+	Hyperthesis int
+	// Privilege is what the run is about to do: Commit, Publish, Export,
+	// or "" for nothing privileged.
+	Privilege string
+	// Risk is the work item's risk tier ("low", "medium", "high").
+	Risk string
+	// CrashRecovery: choird restarted with a run of this work half done,
+	// or the projection must be rebuilt from receipts.
+	CrashRecovery bool
+	// Passed: the newest run, in Current, ended with its verifiers passing
+	// (or, in DEFERENTIAL, with its question answered) and no anomaly.
+	Passed bool
+}
+
+// Transition is a change of mood and why: the body of a MoodTransition
+// receipt.
+type Transition struct {
+	From     Mood     `json:"from"`
+	To       Mood     `json:"to"`
+	Guard    Guard    `json:"guard"`
+	Evidence []string `json:"evidence"`
+	Reason   string   `json:"reason"`
+}
+
+// rule is one row of the guard table: when fire reports true (with its
+// evidence), the mood becomes to(f).
+type rule struct {
+	guard  Guard
+	fire   func(f Facts, th Thresholds) ([]string, bool)
+	to     func(f Facts) Mood
+	reason string
+}
+
+func always(m Mood) func(Facts) Mood { return func(Facts) Mood { return m } }
+
+func anomaly(kind AnomalyKind) func(f Facts, th Thresholds) ([]string, bool) {
+	return func(f Facts, _ Thresholds) ([]string, bool) {
+		for _, a := range f.Anomalies {
+			if a.Kind == kind {
+				ev := []string{"anomaly " + string(kind) + ": " + a.Detail}
+				if a.Signature != "" {
+					ev = append(ev, "signature "+a.Signature)
+				}
+				for _, r := range a.Runs {
+					ev = append(ev, "run "+r)
+				}
+				return ev, true
+			}
+		}
+		return nil, false
+	}
+}
+
+// guards is the guard table, most severe first.
+var guards = []rule{
+	{GuardCrashRecovery,
+		func(f Facts, _ Thresholds) ([]string, bool) { return []string{"crash recovery"}, f.CrashRecovery },
+		always(Contrite), "a run was left half done: rebuild the state from receipts before anything else"},
+	{GuardUnexpectedNetwork, anomaly(UnexpectedNetwork),
+		always(Paranoid), "a run tried to reach the network its profile does not allow: harden before going on"},
+	{GuardPrivilegeHighRisk,
+		func(f Facts, _ Thresholds) ([]string, bool) {
+			return []string{"about to " + f.Privilege, "risk " + f.Risk}, f.Privilege != "" && f.Risk == "high"
+		},
+		always(Deferential), "a high-risk work item is about to take a privileged action: a human decides"},
+	{GuardPrivilege,
+		func(f Facts, _ Thresholds) ([]string, bool) { return []string{"about to " + f.Privilege}, f.Privilege != "" },
+		always(Skeptical), "a privileged action is near: verify before it"},
+	{GuardRegression,
+		func(f Facts, _ Thresholds) ([]string, bool) {
+			var ev []string
+			for _, v := range f.Regressed {
+				ev = append(ev, "verifier "+v+" regressed")
+			}
+			return ev, len(f.Regressed) > 0
+		},
+		always(Skeptical), "a verifier that passed now fails: adjudicate, no new work"},
+	{GuardRepeatedFailure, anomaly(RepeatedFailure),
+		always(Curious), "the same failure keeps coming back: stop retrying, look for what is not understood"},
+	{GuardBudget, anomaly(BudgetExhausted),
+		always(Deferential), "a budget ran out without progress: the work item needs splitting or more budget, which a human decides"},
+	{GuardNoStateChange, anomaly(NoStateChange),
+		func(f Facts) Mood {
+			if f.Current == Curious {
+				return Deferential // research did not help either: ask
+			}
+			return Curious
+		}, "runs change nothing: look elsewhere, or ask when looking did not help"},
+	{GuardHyperthesis,
+		func(f Facts, th Thresholds) ([]string, bool) {
+			return []string{fmt.Sprintf("%d unbounded hypertheses, threshold %d", f.Hyperthesis, th.Hyperthesis)}, f.Hyperthesis >= th.Hyperthesis
+		},
+		always(Paranoid), "too much the verifiers cannot rule out: tighten scope and add verifiers"},
+	{GuardCleared,
+		func(f Facts, _ Thresholds) ([]string, bool) {
+			return []string{"the last " + string(f.Current) + " run passed"}, f.Current != Calm && f.Passed
+		},
+		always(Calm), "the condition that changed the mood is resolved: back to bounded steps"},
+}
+
+// Guards returns the guard names in the order Decide tries them.
+func Guards() []Guard {
+	out := make([]Guard, len(guards))
+	for i, g := range guards {
+		out[i] = g.guard
+	}
+	return out
+}
+
+// Decide applies the guard table to f: the first guard that fires decides
+// the next mood. It returns the transition and true when that mood differs
+// from f.Current; false when no guard fires, or when the first that fires
+// names the current mood (the most severe condition holds the mood, and
+// milder guards below it are not consulted). The same facts always give
+// the same answer. Zero thresholds take DefaultThresholds.
+func Decide(f Facts, th Thresholds) (Transition, bool) {
+	th = th.orDefault()
+	if f.Current == "" {
+		f.Current = Calm
+	}
+	for _, g := range guards {
+		ev, ok := g.fire(f, th)
+		if !ok {
+			continue
+		}
+		to := g.to(f)
+		if to == f.Current {
+			return Transition{}, false
+		}
+		return Transition{From: f.Current, To: to, Guard: g.guard, Evidence: slices.Clip(ev), Reason: g.reason}, true
+	}
+	return Transition{}, false
+}
