@@ -107,7 +107,9 @@ var guards = []rule{
 		},
 		always(Deferential), "a high-risk work item is about to take a privileged action: a human decides"},
 	{GuardPrivilege,
-		func(f Facts, _ Thresholds) ([]string, bool) { return []string{"about to " + f.Privilege}, f.Privilege != "" },
+		func(f Facts, _ Thresholds) ([]string, bool) {
+			return []string{"about to " + f.Privilege}, f.Privilege != ""
+		},
 		always(Skeptical), "a privileged action is near: verify before it"},
 	{GuardRegression,
 		func(f Facts, _ Thresholds) ([]string, bool) {

@@ -171,7 +171,7 @@ func TestPermit(t *testing.T) {
 		{Calm, "choir.fs.write", Traits{PrivateData: true, Writes: true}, true},
 		{Calm, "choir.exec", Traits{PrivateData: true, Exec: true}, true},
 		{Calm, "choir.web.search", Traits{Network: true}, false}, // not in CALM's patterns, and network is off
-		{Calm, "choir.fsx.read", Traits{}, false},                 // "choir.fs.*" is a prefix of names, not of text
+		{Calm, "choir.fsx.read", Traits{}, false},                // "choir.fs.*" is a prefix of names, not of text
 		{Curious, "choir.web.browse", Traits{Network: true}, true},
 		{Curious, "choir.web.evil", Traits{Network: true, Exec: true}, false}, // matches the pattern, but runs programs with network on
 		{Skeptical, "choir.exec", Traits{PrivateData: true, Exec: true}, true},
