@@ -27,11 +27,14 @@ type Director struct {
 // New returns a Director over s.
 func New(s Store) *Director { return &Director{store: s} }
 
+// now is the clock at Postgres's precision (microseconds), so what the
+// Director returns equals what reads back.
 func (d *Director) now() time.Time {
+	now := time.Now
 	if d.Now != nil {
-		return d.Now().UTC()
+		now = d.Now
 	}
-	return time.Now().UTC()
+	return now().UTC().Truncate(time.Microsecond)
 }
 
 // WorkFilter selects work items: an agent and a status ("" for any).

@@ -214,13 +214,22 @@ func TestRunStatusIsChecked(t *testing.T) {
 	}
 	// Nothing after an end: no commit of a failed run, no note, no verify.
 	for name, f := range map[string]func() error{
-		"commit":  func() error { _, _, err := d.RecordCommit(ctx, r.ID, commit, ""); return err },
-		"decide":  func() error { _, _, err := d.DecideCommit(ctx, r.ID, true, PolicyDecider, "", ""); return err },
-		"request": func() error { _, _, err := d.RequestCommit(ctx, r.ID, CommitRequest{Summary: "x", Patch: patchID}, ""); return err },
-		"note":    func() error { _, _, err := d.AddNote(ctx, r.ID, note, ""); return err },
-		"verify":  func() error { _, _, err := d.Attest(ctx, r.ID, Attestation{Verifier: "go-test", Passed: true}, ""); return err },
-		"end":     func() error { _, _, err := d.EndRun(ctx, r.ID, RunDiscarded, "again", ""); return err },
-		"record":  func() error { _, _, err := d.Record(ctx, r.ID, KindAnomaly, json.RawMessage(`{"x":1}`), nil, ""); return err },
+		"commit": func() error { _, _, err := d.RecordCommit(ctx, r.ID, commit, ""); return err },
+		"decide": func() error { _, _, err := d.DecideCommit(ctx, r.ID, true, PolicyDecider, "", ""); return err },
+		"request": func() error {
+			_, _, err := d.RequestCommit(ctx, r.ID, CommitRequest{Summary: "x", Patch: patchID}, "")
+			return err
+		},
+		"note": func() error { _, _, err := d.AddNote(ctx, r.ID, note, ""); return err },
+		"verify": func() error {
+			_, _, err := d.Attest(ctx, r.ID, Attestation{Verifier: "go-test", Passed: true}, "")
+			return err
+		},
+		"end": func() error { _, _, err := d.EndRun(ctx, r.ID, RunDiscarded, "again", ""); return err },
+		"record": func() error {
+			_, _, err := d.Record(ctx, r.ID, KindAnomaly, json.RawMessage(`{"x":1}`), nil, "")
+			return err
+		},
 	} {
 		if err := f(); !errors.Is(err, ErrRunEnded) {
 			t.Errorf("%s on a failed run = %v; want ErrRunEnded", name, err)

@@ -203,6 +203,69 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.dm_outbox (
 );
 CREATE INDEX IF NOT EXISTS dm_outbox_queued ON {{.Control}}.dm_outbox (dm, id) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS dm_outbox_agent_queued ON {{.Control}}.dm_outbox (agent_id) WHERE status = 'queued';
+
+-- Headless runs (issue 16, seed 002), owned by choird/headless through
+-- choird/store/headless.go. work_items: the director's work queue; status
+-- is open, running, done, split, cancelled or blocked (ready is derived
+-- when read); a split item's children name it as parent.
+CREATE TABLE IF NOT EXISTS {{.Control}}.work_items (
+    id          text PRIMARY KEY, -- w-<12 hex>
+    agent_id    text NOT NULL REFERENCES {{.Control}}.agents (agent_id),
+    description text NOT NULL,
+    acceptance  jsonb NOT NULL,   -- array of strings
+    verifiers   jsonb NOT NULL,   -- array of verifier names
+    risk        text NOT NULL,    -- low, medium, high
+    depends_on  jsonb NOT NULL,   -- array of work item ids
+    parent      text REFERENCES {{.Control}}.work_items (id),
+    status      text NOT NULL,
+    created_at  timestamptz NOT NULL,
+    updated_at  timestamptz NOT NULL
+);
+CREATE INDEX IF NOT EXISTS work_items_created ON {{.Control}}.work_items (created_at, id);
+
+-- runs: one bounded episode bound to exactly one work item; at most one
+-- run of a work item has not ended (ended_at NULL).
+CREATE TABLE IF NOT EXISTS {{.Control}}.runs (
+    id         text PRIMARY KEY, -- r-<12 hex>
+    work_item  text NOT NULL REFERENCES {{.Control}}.work_items (id),
+    agent_id   text NOT NULL REFERENCES {{.Control}}.agents (agent_id),
+    mood       text NOT NULL,
+    trigger    text NOT NULL,
+    budgets    jsonb NOT NULL,
+    status     text NOT NULL,
+    base       text NOT NULL DEFAULT '',
+    worktree   text NOT NULL DEFAULT '',
+    created_at timestamptz NOT NULL,
+    ended_at   timestamptz
+);
+CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active ON {{.Control}}.runs (work_item) WHERE ended_at IS NULL;
+CREATE INDEX IF NOT EXISTS runs_by_agent ON {{.Control}}.runs (agent_id, created_at DESC);
+
+-- run_receipts: each run's append-only log, seq from 1 without gaps; id
+-- is the order of appends across runs (the AHDB projection reads in it).
+-- body is json (not jsonb) so it reads back byte for byte as written.
+-- (run_id, idem_key) makes a resend after a crash append nothing.
+CREATE TABLE IF NOT EXISTS {{.Control}}.run_receipts (
+    id       bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    run_id   text NOT NULL REFERENCES {{.Control}}.runs (id),
+    seq      bigint NOT NULL,
+    kind     text NOT NULL,
+    body     json NOT NULL,
+    objects  jsonb NOT NULL,      -- array of SHA-256 hex of objects in the object store
+    idem_key text,
+    key_hash text NOT NULL,       -- hash of kind and body: tells a resend from a reuse
+    at       timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (run_id, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS run_receipts_key ON {{.Control}}.run_receipts (run_id, idem_key) WHERE idem_key IS NOT NULL;
+-- Append-only, enforced by the database too.
+CREATE OR REPLACE FUNCTION {{.Control}}.run_receipts_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'run_receipts is append-only: receipts are never changed or deleted';
+END
+$$;
+CREATE OR REPLACE TRIGGER run_receipts_append_only BEFORE UPDATE OR DELETE ON {{.Control}}.run_receipts
+    FOR EACH ROW EXECUTE FUNCTION {{.Control}}.run_receipts_append_only();
 {{end}}
 
 {{define "agent"}}
