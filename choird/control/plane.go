@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"choir/choird/headless"
 	"choir/choird/staging"
 	"choir/internal/config"
 	"choir/internal/ctl"
@@ -44,6 +45,9 @@ type Plane struct {
 	gateways      func() []ctl.GatewayStatus
 	probes        []Probe
 	health        map[string]probeState // by probe name
+
+	// The director of headless runs (headless_api.go).
+	director *headless.Director
 
 	// The staged snapshot of config load (§17.6), the running
 	// configuration it was staged over, and what checks repos; applyMu
