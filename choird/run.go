@@ -15,6 +15,7 @@ import (
 
 	"choir/choird/build"
 	"choir/choird/control"
+	"choir/choird/headless"
 	"choir/choird/lifecycle"
 	"choir/internal/config"
 	"choir/internal/ctl"
@@ -84,6 +85,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.SessionClosed = mem.SessionEnded
 	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
 	plane.SetUsage(usageView{st: st, ledger: spend, config: func() *config.Config { return plane.Config().Config }})
+	director := headless.New(st.Headless()) // headless runs: work items, runs, receipts (seed 002)
+	director.KnownAgent = func(id string) bool { _, ok := plane.Config().Config.Agents[id]; return ok }
+	plane.SetDirector(director)
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	rpcServer.Observe = countRPC // metrics.go
