@@ -98,8 +98,13 @@ func (a sessionStore) ActiveSessions(ctx context.Context) ([]lifecycle.SessionRe
 	return out, nil
 }
 
-func (a sessionStore) Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error {
-	return a.s.Heartbeat(ctx, sessionID, at, configVersion)
+// RecordLiveness records many sessions' last heartbeats in one statement.
+func (a sessionStore) RecordLiveness(ctx context.Context, beats []lifecycle.Liveness) ([]string, error) {
+	out := make([]store.Liveness, len(beats))
+	for i, b := range beats {
+		out[i] = store.Liveness(b)
+	}
+	return a.s.RecordLiveness(ctx, out)
 }
 
 // Replicate stores a heartbeat's batch; the store's refusal becomes the
@@ -109,7 +114,7 @@ func (a sessionStore) Replicate(ctx context.Context, sessionID string, r lifecyc
 	for i, e := range r.Events {
 		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
 	}
-	got, err := a.s.Replicate(ctx, sessionID, store.Batch{Events: evs, Snapshot: r.Snapshot, SnapshotRev: r.SnapshotRev, Summary: r.Summary})
+	got, err := a.s.Replicate(ctx, sessionID, store.Batch{Events: evs, Snapshot: r.Snapshot, SnapshotRev: r.SnapshotRev, Summary: r.Summary, Beat: (*store.Liveness)(r.Beat)})
 	var refused *store.RefusedError
 	if errors.As(err, &refused) {
 		return lifecycle.Replicated{}, &lifecycle.ReplicationRefused{Head: rpc.ChainHead(refused.Head), Reason: refused.Error()}

@@ -134,6 +134,7 @@ func (m *Manager) end(r *Run, status, reason string) {
 			m.logf(r, "agent container removed", "container", shortID(r.ContainerID))
 		}
 	}
+	m.recordLiveness(ctx, []*Run{r}) // its last heartbeat, before the end (liveness.go)
 	if err := m.Store.EndSession(ctx, r.SessionID, status, reason); err != nil {
 		m.logf(r, "record the session's end failed", "error", err.Error())
 	}

@@ -112,9 +112,10 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	return rpc.SecretResp{Secrets: out}, nil
 }
 
-// HandleHeartbeat records liveness (a refused heartbeat still shows the
-// agent alive) and replicates committed events and the snapshot (see
-// replicate): the answer acknowledges the revision choird holds.
+// HandleHeartbeat records liveness in memory (a refused heartbeat still
+// shows the agent alive; the store gets it in batches, see liveness.go)
+// and replicates committed events and the snapshot (see replicate): the
+// answer acknowledges the revision choird holds.
 func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
 	r, err := m.caller(ctx)
 	if err != nil {
@@ -126,12 +127,9 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	r.lastHeartbeat = now
 	r.configVersion = req.ConfigVersion
 	r.mu.Unlock()
-	got, err := m.replicate(ctx, r, req)
+	got, err := m.replicate(ctx, r, req, Liveness{SessionID: r.SessionID, At: now, ConfigVersion: req.ConfigVersion})
 	if err != nil {
 		return rpc.HeartbeatResp{}, err
-	}
-	if err := m.Store.Heartbeat(ctx, r.SessionID, now, req.ConfigVersion); err != nil {
-		m.logf(r, "record heartbeat failed", "error", err.Error())
 	}
 	_, version := m.Config()
 	return rpc.HeartbeatResp{AckRev: got.Head.Rev, AckHash: got.Head.Hash, SnapshotRev: max(got.SnapshotRev, 0), ConfigVersionLatest: version}, nil

@@ -23,10 +23,12 @@ import (
 	"choir/internal/rpc"
 	"choir/testkit"
 	"choir/testkit/dockertest"
+	"choir/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	defer testkit.CleanupBuilds()
+	defer pgtest.Stop()
 	dockertest.Main(m)
 }
 
@@ -38,6 +40,8 @@ type memStore struct {
 	snapshots map[string]*storedSnapshot
 	reasons   map[string]string // why each ended session ended
 	resumes   map[string]int
+	calls     int                 // Replicate and RecordLiveness calls
+	beats     map[string]Liveness // the liveness recorded, by session
 }
 
 var _ Store = (*memStore)(nil)
@@ -133,13 +137,34 @@ func (s *memStore) ActiveSessions(context.Context) ([]SessionRecord, error) {
 	}
 	return out, nil
 }
-func (s *memStore) Heartbeat(context.Context, string, time.Time, int64) error { return nil }
+
+// RecordLiveness keeps each active session's newest heartbeat.
+func (s *memStore) RecordLiveness(_ context.Context, beats []Liveness) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	var missing []string
+	for _, b := range beats {
+		if s.sessions[b.SessionID].Status != StatusActive {
+			missing = append(missing, b.SessionID)
+			continue
+		}
+		if s.beats == nil {
+			s.beats = map[string]Liveness{}
+		}
+		if b.At.After(s.beats[b.SessionID].At) {
+			s.beats[b.SessionID] = b
+		}
+	}
+	return missing, nil
+}
 
 // Replicate keeps the store's rules (choird/store.Replicate): resent
 // events must match, new ones must continue the chain, else nothing is kept.
 func (s *memStore) Replicate(_ context.Context, id string, b Replication) (Replicated, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
 	log := s.events[id]
 	head := rpc.ChainHead{Rev: int64(len(log))}
 	if len(log) > 0 {

@@ -75,7 +75,10 @@ type Store interface {
 	// of rev; a rev the log does not hold matches ErrNoSession.
 	EventsPage(ctx context.Context, sessionID string, rev int64, max int) (rpc.FetchEventsResp, error)
 	ActiveSessions(ctx context.Context) ([]SessionRecord, error)
-	Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error
+	// RecordLiveness records the last heartbeat of many sessions in one
+	// statement and returns those it found no active session for
+	// (liveness.go).
+	RecordLiveness(ctx context.Context, beats []Liveness) (missing []string, err error)
 	// Replicate stores a heartbeat's events and snapshot if the events
 	// follow the session's stored log, else refuses with a
 	// *ReplicationRefused and stores nothing (see Replication).
@@ -136,6 +139,8 @@ type Run struct {
 	refused       string // why INIT_HELLO was refused (checkImage)
 	approvals     int    // REQUEST_APPROVALs so far (at most MaxApprovalsPerSession)
 	repl          replication
+	held          held      // what the store holds of the session's log (liveness.go)
+	beatRecorded  time.Time // the newest heartbeat the store holds
 
 	// Faults seen while the session runs, shown by `agent status`.
 	hbRefused      int       // heartbeats refused or failed in a row
@@ -193,6 +198,9 @@ type Manager struct {
 	// session ends (stopped or crashed), once its end is recorded: the
 	// memory pipeline chunks it (choird/memory). Nil means nobody.
 	SessionClosed func(agentID, sessionID, status string)
+	// LivenessEvery is how often the heartbeats of idle sessions are
+	// recorded in the store (liveness.go); zero means DefaultLivenessEvery.
+	LivenessEvery time.Duration
 	// EventsStored is told the events of each stored heartbeat; those up
 	// to rev after were stored before (choird's metrics). Nil means nobody.
 	EventsStored func(agentID string, after int64, events []rpc.Event)
@@ -210,6 +218,8 @@ type Manager struct {
 	agentMu   map[string]*sync.Mutex
 	leftovers map[string]string // containers whose removal failed: id → agent
 	stale     []SessionRecord   // sessions CrashStaleSessions ended, for AfterStart
+
+	livenessFailing bool // the last RecordLiveness failed (liveness.go); under mu
 }
 
 func (m *Manager) now() time.Time {

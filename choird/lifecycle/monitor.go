@@ -192,13 +192,17 @@ func (m *Manager) leaveBehind(id, agent string) {
 	m.leftovers[id] = agent
 }
 
-// Monitor detects agents whose heartbeats stopped (§13.1) until ctx ends.
+// Monitor detects agents whose heartbeats stopped (§13.1) until ctx ends,
+// from the heartbeats choird holds in memory, and records them in the
+// store every LivenessEvery (and as it stops).
 func (m *Manager) Monitor(ctx context.Context) {
 	l, _ := m.Config()
 	every := time.Duration(l.Config.CrashDetectionThresholdMS) * time.Millisecond / 10
 	every = min(max(every, 50*time.Millisecond), time.Second)
 	t := time.NewTicker(every)
 	defer t.Stop()
+	defer m.flushLiveness()
+	recorded := m.now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -206,6 +210,10 @@ func (m *Manager) Monitor(ctx context.Context) {
 		case <-t.C:
 		}
 		m.sweepLeftovers()
+		if now := m.now(); now.Sub(recorded) >= m.livenessEvery() {
+			recorded = now
+			m.recordLiveness(ctx, m.allRuns()) // liveness.go
+		}
 		l, _ := m.Config()
 		threshold := time.Duration(l.Config.CrashDetectionThresholdMS) * time.Millisecond
 		m.mu.Lock()

@@ -20,6 +20,9 @@ type Replication struct {
 	Snapshot    json.RawMessage
 	SnapshotRev int64
 	Summary     json.RawMessage
+	// Beat is the heartbeat's liveness, recorded in the same transaction
+	// when the batch stores anything (nil: none).
+	Beat *Liveness
 }
 
 // Replicated is what the store holds for the session after a Replication:
@@ -62,24 +65,30 @@ func checkBatch(req rpc.HeartbeatReq) error {
 	return rpc.CheckSummary(req.Summary, req.Final) // rpc.Server checked it; callers may not
 }
 
-// replicate stores a heartbeat's events, snapshot and summary and answers
-// with the acknowledged head (a final heartbeat is logged, saying whether
-// it brought a summary), or refuses: 400 for a heartbeat inconsistent in
+// replicate stores a heartbeat's events, snapshot and summary with its
+// liveness (beat) in one transaction and answers with the acknowledged
+// head (a final heartbeat is logged, saying whether it brought a summary);
+// an idle heartbeat is answered from what the run knows the store holds,
+// without the store (liveness.go). Or it refuses: 400 for a heartbeat inconsistent in
 // itself or a summary over its bound, 409 replication_refused (with the head to resend from) for
 // events that do not follow the stored log, 503 when the store cannot take
 // them. Nothing of a refused heartbeat is stored; each refusal is logged
 // with its reason and counted in agent status (and the failed heartbeat
 // shows the session degraded, see noteHeartbeat).
-func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (Replicated, error) {
+func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq, beat Liveness) (Replicated, error) {
 	if err := checkBatch(req); err != nil {
 		m.refused(r, err.Error())
 		return Replicated{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "heartbeat: %v", err)
+	}
+	held, known, gen := r.heldLog()
+	if idle(req) && known {
+		return held, nil
 	}
 	summary := req.Summary
 	if string(summary) == "null" {
 		summary = nil
 	}
-	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev, Summary: summary})
+	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev, Summary: summary, Beat: &beat})
 	var refused *ReplicationRefused
 	switch {
 	case errors.As(err, &refused):
@@ -91,6 +100,10 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq) (
 		m.logf(r, "heartbeat not stored", "error", err.Error())
 		return Replicated{}, rpc.Errorf(http.StatusServiceUnavailable, rpc.CodeUnavailable,
 			"heartbeat not stored: the store failed (%v); keep the events and resend", err)
+	}
+	r.noteHeld(gen, got)
+	if len(req.Patches) > 0 || len(req.Snapshot) > 0 || len(summary) > 0 { // the store wrote the beat with them
+		r.beatStored(beat.At)
 	}
 	r.mu.Lock()
 	after := r.repl.AckedRev

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // RecordRunning records again, as active, each session this choird runs
@@ -42,6 +43,10 @@ func (m *Manager) RecordRunning(ctx context.Context) (int, error) {
 		if stored[r.SessionID] || state == StateStopping {
 			continue
 		}
+		r.mu.Lock()
+		r.forgetHeld() // its next heartbeat asks the store, which holds an empty log
+		r.beatRecorded = time.Time{}
+		r.mu.Unlock()
 		rec := SessionRecord{SessionID: r.SessionID, AgentID: r.AgentID, LeaseID: r.SessionID, Status: StatusActive,
 			StartedAt: r.StartedAt, Bindings: r.bindings(), Leases: r.Resources, Image: r.Image}
 		if err := m.Store.CreateSession(ctx, rec); err != nil {

@@ -60,6 +60,15 @@ type Batch struct {
 	Snapshot    json.RawMessage
 	SnapshotRev int64
 	Summary     json.RawMessage
+	// Beat, when set, is the heartbeat's liveness, recorded in the batch's
+	// transaction when the batch writes anything; an empty batch (an idle
+	// heartbeat) writes nothing, its liveness included (RecordLiveness).
+	Beat *Liveness
+}
+
+// empty says the batch carries nothing to store.
+func (b Batch) empty() bool {
+	return len(b.Events) == 0 && len(b.Snapshot) == 0 && len(b.Summary) == 0
 }
 
 // Replicated is what the store holds for a session after a batch: the head
@@ -87,6 +96,9 @@ type Replicated struct {
 // is ignored, and Replicated.SnapshotRev tells the sender it was not kept.
 // A summary is stored with the session in the same transaction.
 //
+// An empty batch (an idle heartbeat) is one read, outside any transaction,
+// and writes nothing.
+//
 // A session that has ended takes nothing (ErrSessionEnded): a late
 // heartbeat from a crashed agent cannot change its log.
 func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Replicated, error) {
@@ -104,24 +116,21 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 		}
 	}
 	var out Replicated
+	if b.empty() {
+		if err := s.replicaHead(ctx, s.pool, sessionID, "", &out); err != nil {
+			return Replicated{}, fmt.Errorf("replicate to %s: %w", sessionID, err)
+		}
+		return out, nil
+	}
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		// Lock the session: batches of one session take turns.
-		var status SessionStatus
-		err := tx.QueryRow(ctx, s.q(`
-			SELECT s.status, coalesce(h.rev, 0), coalesce(h.hash, ''),
-			       coalesce((SELECT max(rev) FROM choir_control.session_snapshots p WHERE p.session_id = s.session_id), -1)
-			FROM choir_control.sessions s
-			LEFT JOIN LATERAL (SELECT rev, hash FROM choir_control.session_events e
-			                   WHERE e.session_id = s.session_id ORDER BY rev DESC LIMIT 1) h ON true
-			WHERE s.session_id = $1 FOR UPDATE OF s`), sessionID).Scan(&status, &out.Head.Rev, &out.Head.Hash, &out.SnapshotRev)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
+		if err := s.replicaHead(ctx, tx, sessionID, "FOR UPDATE OF s", &out); err != nil {
 			return err
 		}
-		if status != SessionActive {
-			return fmt.Errorf("%s: %w", status, ErrSessionEnded)
+		if b.Beat != nil {
+			if err := s.recordBeat(ctx, tx, sessionID, b.Beat); err != nil {
+				return err
+			}
 		}
 		if len(events) > 0 {
 			before := out.Head.Rev
@@ -155,6 +164,34 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 		return Replicated{}, fmt.Errorf("replicate to %s: %w", sessionID, err)
 	}
 	return out, nil
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// replicaHead reads where an active session's stored log ends and its
+// newest snapshot's revision into out (lock: "" or a locking clause).
+func (s *Store) replicaHead(ctx context.Context, q querier, sessionID, lock string, out *Replicated) error {
+	var status SessionStatus
+	err := q.QueryRow(ctx, s.q(`
+		SELECT s.status, coalesce(h.rev, 0), coalesce(h.hash, ''),
+		       coalesce((SELECT max(rev) FROM choir_control.session_snapshots p WHERE p.session_id = s.session_id), -1)
+		FROM choir_control.sessions s
+		LEFT JOIN LATERAL (SELECT rev, hash FROM choir_control.session_events e
+		                   WHERE e.session_id = s.session_id ORDER BY rev DESC LIMIT 1) h ON true
+		WHERE s.session_id = $1 `+lock), sessionID).Scan(&status, &out.Head.Rev, &out.Head.Hash, &out.SnapshotRev)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	if err != nil {
+		return err
+	}
+	if status != SessionActive {
+		return fmt.Errorf("%s: %w", status, ErrSessionEnded)
+	}
+	return nil
 }
 
 // appendFresh checks events against the stored log ending at head and

@@ -250,15 +250,15 @@ func (s *Store) whyNotActive(ctx context.Context, op, sessionID string) error {
 }
 
 // Heartbeat records a heartbeat of an active session: when choird received
-// it and the config version the agent runs.
+// it and the config version the agent runs (RecordLiveness of one
+// session). A session that has ended gives ErrSessionEnded; an unknown one
+// ErrNotFound.
 func (s *Store) Heartbeat(ctx context.Context, sessionID string, at time.Time, configVersion int64) error {
-	tag, err := s.pool.Exec(ctx, s.q(`
-		UPDATE choir_control.sessions SET last_heartbeat_at = $2, config_version = $3
-		WHERE session_id = $1 AND status = 'active'`), sessionID, at, configVersion)
+	missing, err := s.RecordLiveness(ctx, []Liveness{{SessionID: sessionID, At: at, ConfigVersion: configVersion}})
 	if err != nil {
 		return fmt.Errorf("heartbeat %s: %w", sessionID, err)
 	}
-	if tag.RowsAffected() == 0 {
+	if len(missing) > 0 {
 		return s.whyNotActive(ctx, "heartbeat", sessionID)
 	}
 	return nil

@@ -1,0 +1,225 @@
+package lifecycle
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"choir/choird/lease"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/rpc"
+	"choir/testkit/pgtest"
+)
+
+// pgStore is the lifecycle's Store with replication and liveness in
+// Postgres (choird/store), as choird's adapter (choird/stores.go) has
+// them; the rest stays in memory.
+type pgStore struct {
+	*memStore
+	st *store.Store
+}
+
+func (p pgStore) Replicate(ctx context.Context, id string, b Replication) (Replicated, error) {
+	evs := make([]store.Event, len(b.Events))
+	for i, e := range b.Events {
+		evs[i] = store.Event{Rev: e.Rev, Type: e.Type, Lane: e.Lane, Hash: e.Hash, Payload: e.Payload, Time: e.Time}
+	}
+	batch := store.Batch{Events: evs, Snapshot: b.Snapshot, SnapshotRev: b.SnapshotRev, Summary: b.Summary}
+	if b.Beat != nil {
+		batch.Beat = (*store.Liveness)(b.Beat)
+	}
+	got, err := p.st.Replicate(ctx, id, batch)
+	var refused *store.RefusedError
+	if errors.As(err, &refused) {
+		return Replicated{}, &ReplicationRefused{Head: rpc.ChainHead(refused.Head), Reason: refused.Error()}
+	}
+	if err != nil {
+		return Replicated{}, err
+	}
+	return Replicated{Head: rpc.ChainHead(got.Head), SnapshotRev: got.SnapshotRev}, nil
+}
+
+func (p pgStore) RecordLiveness(ctx context.Context, beats []Liveness) ([]string, error) {
+	out := make([]store.Liveness, len(beats))
+	for i, b := range beats {
+		out[i] = store.Liveness(b)
+	}
+	return p.st.RecordLiveness(ctx, out)
+}
+
+// heartbeatRig is choird's side of one running agent over the real agent
+// protocol server (its own Unix socket) and Postgres.
+type heartbeatRig struct {
+	m           *Manager
+	r           *Run
+	st          *store.Store
+	sock, token string
+}
+
+func newHeartbeatRig(t testing.TB, rpcOnly bool) *heartbeatRig {
+	t.Helper()
+	db := pgtest.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
+	if err := st.Bootstrap(ctx, []string{"hb-1"}, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateSession(ctx, store.NewSession{SessionID: "s-hb", AgentID: "hb-1", LeaseID: "s-hb", StartedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c := config.Default()
+	loaded := &config.Loaded{Config: &c}
+	m := &Manager{Docker: &stubDocker{}, Store: pgStore{newMemStore(), st}, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
+		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	r := &Run{AgentID: "hb-1", SessionID: "s-hb", state: StateRunning,
+		ready: make(chan struct{}), exited: make(chan struct{}), lanes: map[string]rpc.StatusReq{}}
+	m.register(r)
+	limits := rpc.DefaultLimits()
+	limits.Rate, limits.Burst = 1e6, 1e6 // a benchmark sends back to back
+	var h rpc.ControlPlaneHandler = m.Handler()
+	if rpcOnly {
+		h = constHeartbeat{h}
+	}
+	srv := rpc.NewServer(h, limits, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	dir, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s", "choir.sock")
+	ln, err := srv.ListenAgent(sock, "hb-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	token := rpc.NewToken()
+	srv.Open("s-hb", "hb-1", token)
+	return &heartbeatRig{m: m, r: r, st: st, sock: sock, token: token}
+}
+
+// envHeartbeatAgent asks the test binary to act as the agent of
+// BenchmarkIdleHeartbeat: "socket,session,token,count".
+const envHeartbeatAgent = "CHOIR_TEST_HEARTBEAT_AGENT"
+
+// TestIdleHeartbeatAgent is the agent process of BenchmarkIdleHeartbeat
+// (it runs only when the benchmark starts it): it sends count idle
+// heartbeats, one after the other, on one client, as agent/session does.
+func TestIdleHeartbeatAgent(t *testing.T) {
+	spec := os.Getenv(envHeartbeatAgent)
+	if spec == "" {
+		t.Skip("run by BenchmarkIdleHeartbeat")
+	}
+	f := strings.Split(spec, ",")
+	n, _ := strconv.Atoi(f[3])
+	c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: f[0], SessionID: f[1], LeaseToken: f[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for range n {
+		if _, err := c.Heartbeat(ctx, rpc.HeartbeatReq{ConfigVersion: 1, Timestamp: time.Now().UTC()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkIdleHeartbeat measures choird's CPU for an idle heartbeat (no
+// events, no snapshot) through the real agent protocol server, the
+// lifecycle and the store on Postgres. The agent is another process (this
+// test binary, TestIdleHeartbeatAgent) on the agent's Unix socket, so
+// choird-cpu-µs/op is this process's CPU alone; db-cpu-µs/op is the
+// private PGlite's (a node child of this process), when it is one.
+//
+//	go test -run '^$' -bench IdleHeartbeat -benchtime 2000x ./choird/lifecycle/
+func BenchmarkIdleHeartbeat(b *testing.B) {
+	b.Run("choird", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false)) })
+	// The HTTP round trip alone: the same server and socket answering
+	// HEARTBEAT without the lifecycle or the store.
+	b.Run("rpc-only", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, true)) })
+}
+
+func benchIdle(b *testing.B, rig *heartbeatRig) {
+	agent := func(n int) {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleHeartbeatAgent$", "-test.count=1")
+		cmd.Env = append(os.Environ(), envHeartbeatAgent+"="+strings.Join([]string{rig.sock, "s-hb", rig.token, strconv.Itoa(n)}, ","))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			b.Fatalf("agent process: %v\n%s", err, out.String())
+		}
+	}
+	agent(50) // warm up: connections, statement cache
+	db0 := nodeChildrenCPU()
+	cpu0 := selfCPU()
+	b.ResetTimer()
+	agent(b.N)
+	b.StopTimer()
+	cpu := selfCPU() - cpu0
+	db := nodeChildrenCPU() - db0
+	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "choird-cpu-µs/op")
+	if db0 > 0 {
+		b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-cpu-µs/op")
+	}
+}
+
+// constHeartbeat answers every HEARTBEAT at once (the rpc-only floor).
+type constHeartbeat struct{ rpc.ControlPlaneHandler }
+
+func (constHeartbeat) HandleHeartbeat(context.Context, rpc.HeartbeatReq) (rpc.HeartbeatResp, error) {
+	return rpc.HeartbeatResp{ConfigVersionLatest: 1}, nil
+}
+
+// selfCPU is this process's user and system CPU.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// nodeChildrenCPU is the CPU of this process's node children (the private
+// PGlite server), from /proc; 0 when there is none.
+func nodeChildrenCPU() time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	var ticks int64
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range ents {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(raw)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.Contains(s[:i], "(node") {
+			continue
+		}
+		f := strings.Fields(s[i+2:]) // state ppid ... utime(12) stime(13)
+		if len(f) < 13 || f[1] != me {
+			continue
+		}
+		u, _ := strconv.ParseInt(f[11], 10, 64)
+		k, _ := strconv.ParseInt(f[12], 10, 64)
+		ticks += u + k
+	}
+	return time.Duration(ticks) * (time.Second / 100) // USER_HZ
+}

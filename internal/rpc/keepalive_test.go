@@ -1,0 +1,76 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+)
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
+}
+
+// bigFetch answers FETCH_EVENTS with a page larger than the server's
+// response buffer (sent chunked, with no Content-Length).
+type bigFetch struct{ fakeHandler }
+
+func (h *bigFetch) HandleFetchEvents(ctx context.Context, r FetchEventsReq) (FetchEventsResp, error) {
+	payload := json.RawMessage(`"` + strings.Repeat("x", 64<<10) + `"`)
+	return FetchEventsResp{Events: []Event{{Rev: r.AfterRev + 1, Type: "UserMsg", Hash: "h", Payload: payload}}}, nil
+}
+
+// TestClientKeepsItsConnection: an agent's heartbeats, one after the
+// other, and the calls between them, answered or refused, travel on one
+// connection that both sides keep open (an idle agent costs choird no
+// connection set-up per heartbeat).
+func TestClientKeepsItsConnection(t *testing.T) {
+	srv := NewServer(&bigFetch{}, DefaultLimits(), quietLogger())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	sock := filepath.Join(t.TempDir(), "choird.sock")
+	ul, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := &countingListener{Listener: ul}
+	go srv.Serve(ln)
+	srv.Open("s1", testAgent, "t1")
+	c := dialUDS(t, sock, "s1", "t1")
+	ctx := context.Background()
+	for i := range 20 {
+		if _, err := c.Heartbeat(ctx, HeartbeatReq{BaseRev: int64(i), NewRev: int64(i)}); err != nil {
+			t.Fatalf("heartbeat %d: %v", i, err)
+		}
+		if i%5 == 0 { // a refusal (404) on the same connection
+			if _, err := c.Call(ctx, "NO_SUCH_VERB", []byte(`{}`)); err == nil {
+				t.Fatal("an unknown verb was answered")
+			}
+		}
+		if i%6 == 0 { // a large answer
+			if _, err := c.FetchEvents(ctx, FetchEventsReq{AfterRev: int64(i)}); err != nil {
+				t.Fatalf("fetch %d: %v", i, err)
+			}
+		}
+		if i%7 == 0 {
+			if _, err := c.ReportStatus(ctx, StatusReq{Lane: LaneEdge, State: "idle"}); err != nil {
+				t.Fatalf("status %d: %v", i, err)
+			}
+		}
+	}
+	if n := ln.n.Load(); n != 1 {
+		t.Errorf("20 heartbeats and the calls between them opened %d connections; want 1, kept alive", n)
+	}
+}
