@@ -266,6 +266,23 @@ END
 $$;
 CREATE OR REPLACE TRIGGER run_receipts_append_only BEFORE UPDATE OR DELETE ON {{.Control}}.run_receipts
     FOR EACH ROW EXECUTE FUNCTION {{.Control}}.run_receipts_append_only();
+
+-- sched_fires: the headless scheduler's claimed fires (owned by
+-- choird/headless/sched through store/sched.go): one row per (agent,
+-- schedule, fire key), a cron slot "cron@<RFC 3339 UTC>" or an event
+-- "event:<id>", inserted before the run is enqueued, so a trigger starts
+-- at most one run, also across a restart. at is the slot (the newest cron
+-- row is where a restarted scheduler resumes) or the event's time.
+CREATE TABLE IF NOT EXISTS {{.Control}}.sched_fires (
+    agent_id    text NOT NULL,
+    schedule_id text NOT NULL,
+    fire_key    text NOT NULL,
+    cron        boolean NOT NULL,
+    at          timestamptz NOT NULL,
+    claimed_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (agent_id, schedule_id, fire_key)
+);
+CREATE INDEX IF NOT EXISTS sched_fires_last ON {{.Control}}.sched_fires (agent_id, schedule_id, at DESC) WHERE cron;
 {{end}}
 
 {{define "agent"}}
