@@ -68,6 +68,22 @@ func restartLine(r *ctl.RestartStatus, now time.Time) string {
 	return line
 }
 
+// outboxLine says what one DM's outbox holds: "3 queued, the oldest for
+// 4s; 2 failed; REFUSED by Telegram: ...".
+func outboxLine(o ctl.DMOutbox) string {
+	line := fmt.Sprintf("%d queued", o.Queued)
+	if o.Queued > 0 {
+		line += ", the oldest for " + (time.Duration(o.OldestAgeSeconds * float64(time.Second))).Round(time.Second).String()
+	}
+	if o.Failed > 0 {
+		line += fmt.Sprintf("; %d failed", o.Failed)
+	}
+	if o.Refused != "" {
+		line += "; REFUSED by Telegram since " + o.RefusedAt.Local().Format("2006-01-02 15:04:05") + ": " + o.Refused
+	}
+	return line
+}
+
 // writeAgentStatus renders one agent's status for people.
 func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -81,6 +97,9 @@ func writeAgentStatus(w io.Writer, st *ctl.AgentStatus) error {
 	}
 	if st.Spend != "" {
 		fmt.Fprintf(tw, "spend\t%s\n", st.Spend)
+	}
+	for _, o := range st.Outbox {
+		fmt.Fprintf(tw, "outbox %s\t%s\n", o.DM, outboxLine(o))
 	}
 	if st.SessionID != "" {
 		fmt.Fprintf(tw, "session\t%s\n", st.SessionID)

@@ -260,6 +260,7 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
 		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
 		Transcriber: stt, HTTPClient: telegramHTTP(),
+		Outbox: st, OutboxMax: func(agentID string) int { return plane.Config().Config.Agents[agentID].OutboxMax },
 	})
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
@@ -283,7 +284,10 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		a, err := svc.Request(ctx, agentID, sessionID, requestType, "", payload)
 		return a.ID, string(a.Status), err
 	}
-	m.Outbox = control.Outboxes{&plane.Console, gw}
+	m.Outbox = control.Outboxes{&plane.Console, gw} // the console at once; Telegram through the outbox
+	plane.SetOutboxStatus(func(ctx context.Context, agentID string) []ctl.DMOutbox {
+		return outboxStatus(ctx, st, agentID)
+	})
 	plane.SetGateways(func() []ctl.GatewayStatus {
 		var out []ctl.GatewayStatus
 		for _, b := range gw.Status() {
@@ -367,4 +371,25 @@ func modelsLine(m ctl.ModelChoice) string {
 		return fmt.Sprintf("%q", name)
 	}
 	return fmt.Sprintf("model %q (core jobs %s, summary %s)", m.LLM, role(m.CoreLLM), role(m.SummaryLLM))
+}
+
+// outboxStatus is an agent's outbox per DM, from the store; nil when
+// Postgres does not answer within a second (status must not hang on it).
+func outboxStatus(ctx context.Context, st *store.Store, agentID string) []ctl.DMOutbox {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	stats, err := st.OutboxStats(ctx, agentID)
+	if err != nil {
+		return nil
+	}
+	now := time.Now()
+	var out []ctl.DMOutbox
+	for _, o := range stats {
+		d := ctl.DMOutbox{DM: o.DM, Queued: o.Queued, Failed: o.Failed, Refused: o.LastError, RefusedAt: o.LastErrorAt}
+		if !o.Oldest.IsZero() {
+			d.OldestAgeSeconds = max(0, now.Sub(o.Oldest).Seconds())
+		}
+		out = append(out, d)
+	}
+	return out
 }

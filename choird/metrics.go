@@ -30,6 +30,8 @@ type metricsSources struct {
 	Running  func() int                             // running sessions
 	Pending  func(ctx context.Context) (int, error) // approvals waiting for a decision
 	Gateways func() []ctl.GatewayStatus             // each bot's counters
+	// Outbox is every (agent, DM) outbox with messages in it.
+	Outbox func(ctx context.Context) ([]store.OutboxStat, error)
 }
 
 var (
@@ -101,6 +103,23 @@ func registerFunctionFamilies() {
 				return nil
 			}
 			return []metrics.Sample{{Value: float64(n)}}
+		})
+		r.GaugeFunc("choir_outbox_depth", "Messages waiting in a Telegram DM's outbox, by agent and DM (absent when Postgres does not answer).", []string{"agent", "dm"}, func() []metrics.Sample {
+			src := currentSources()
+			if src.Outbox == nil {
+				return nil
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), pendingTimeout)
+			defer cancel()
+			stats, err := src.Outbox(ctx)
+			if err != nil {
+				return nil
+			}
+			out := make([]metrics.Sample, 0, len(stats))
+			for _, o := range stats {
+				out = append(out, metrics.Sample{Value: float64(o.Queued), Labels: []string{o.AgentID, o.DM}})
+			}
+			return out
 		})
 		r.CounterFunc("choir_telegram_updates_total", "Telegram updates received and handed on, by gateway.", []string{"gateway"}, func() []metrics.Sample {
 			src := currentSources()
@@ -381,6 +400,7 @@ func serveMetrics(plane *control.Plane, m *lifecycle.Manager, st *store.Store, l
 			return len(a), err
 		},
 		Gateways: func() []ctl.GatewayStatus { return plane.Status().Gateways },
+		Outbox:   func(ctx context.Context) ([]store.OutboxStat, error) { return st.OutboxStats(ctx, "") },
 	}
 	_, stop, err = startMetrics(plane.Config().Config, src, log)
 	return stop, err

@@ -89,7 +89,8 @@ func (p *Plane) registerAgentRoutes(mux *http.ServeMux) {
 		if err != nil {
 			return lifecycleError(err)
 		}
-		st.Spend = p.UsageToday(r.Context(), id) // usage_api.go
+		st.Spend = p.UsageToday(r.Context(), id)    // usage_api.go
+		st.Outbox = p.OutboxStatus(r.Context(), id) // chat_api.go
 		writeJSON(w, st)
 		return nil
 	}))

@@ -108,6 +108,26 @@ func (p *Plane) registerChatRoutes(mux *http.ServeMux) {
 	})
 }
 
+// SetOutboxStatus connects what agent status shows of each DM's outbox
+// (the Telegram gateway's durable outbox).
+func (p *Plane) SetOutboxStatus(f func(ctx context.Context, agentID string) []ctl.DMOutbox) {
+	p.mu.Lock()
+	p.outbox = f
+	p.mu.Unlock()
+}
+
+// OutboxStatus is an agent's outbox per DM for agent status (nil without
+// a durable outbox, or when it has no messages in one).
+func (p *Plane) OutboxStatus(ctx context.Context, agentID string) []ctl.DMOutbox {
+	p.mu.RLock()
+	f := p.outbox
+	p.mu.RUnlock()
+	if f == nil {
+		return nil
+	}
+	return f(ctx, agentID)
+}
+
 func (p *Plane) messenger() Messenger {
 	p.mu.RLock()
 	defer p.mu.RUnlock()

@@ -43,6 +43,7 @@ type Plane struct {
 	memory        Memory
 	usage         Usage // usage_api.go
 	gateways      func() []ctl.GatewayStatus
+	outbox        func(ctx context.Context, agentID string) []ctl.DMOutbox // chat_api.go
 	probes        []Probe
 	health        map[string]probeState // by probe name
 

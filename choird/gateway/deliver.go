@@ -11,7 +11,10 @@ import (
 )
 
 // Deliver sends what an agent sent to its bound DM (choir.dm.send; the
-// lifecycle's Outbox): the text first, split at 4096 characters and paced
+// lifecycle's Outbox). With an Outbox store (Config.Outbox) it queues the
+// message there and returns at once (outbox.go), the DM's sender doing
+// what follows later (sender.go); without one it sends before returning:
+// the text first, split at 4096 characters and paced
 // by the bot's limiter, then each file from the agent's .choirtmp/send/
 // as its mediaKind, deleting each once Telegram has it. Every file is
 // checked before anything is sent: a path outside .choirtmp/send/, a
@@ -35,6 +38,9 @@ func (g *Gateway) Deliver(ctx context.Context, agentID, dmName string, msg rpc.D
 	g.removeReceived(agentID, g.acks.settle(agentID, msg))
 	if strings.TrimSpace(msg.Text) == "" && len(msg.Files) == 0 {
 		return errors.New("nothing to send: the message has neither text nor files")
+	}
+	if g.cfg.Outbox != nil {
+		return g.queue(ctx, agentID, dm, msg) // outbox.go; the DM's sender delivers it
 	}
 	b := dm.bot
 	var send *os.Root
@@ -72,7 +78,7 @@ func (g *Gateway) Deliver(ctx context.Context, agentID, dmName string, msg rpc.D
 	}
 	var failed error
 	for i, f := range files {
-		err := b.sendFile(ctx, send, dm.user, f, replyTo)
+		_, err := b.sendFile(ctx, send, dm.user, f, replyTo)
 		if errors.Is(err, errRefused) {
 			refused = append(refused, notSent{f.arg, "Telegram refused it (" + oneLine(err.Error(), 200) + ")"})
 		} else if err != nil {

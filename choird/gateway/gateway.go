@@ -82,6 +82,13 @@ type Config struct {
 	ShutdownGrace time.Duration
 	// HTTPClient, when set, carries the Bot API calls.
 	HTTPClient *http.Client
+	// Outbox, when set, is the durable outbox (outbox.go): Deliver queues
+	// a message there and returns, and one sender per DM delivers it.
+	// Without one, Deliver sends to Telegram before it returns.
+	Outbox OutboxStore
+	// OutboxMax is an agent's cap on messages waiting in the outbox
+	// (config.json agents.<id>.outbox_max); nil or 0 is DefaultOutboxMax.
+	OutboxMax func(agentID string) int
 }
 
 // Gateway is choird's Telegram gateway: one poller per bot, the allowlist,
@@ -106,6 +113,8 @@ type Gateway struct {
 	workCtx  context.Context // the chat workers'; ended after ShutdownGrace
 	stopWork context.CancelFunc
 	workers  sync.WaitGroup
+
+	senders map[string]*sender // by DM name, with an Outbox (sender.go)
 }
 
 // dmInfo is one configured DM.
@@ -223,6 +232,12 @@ func New(cfg Config) (*Gateway, error) {
 		b.users[user] = name
 		g.dms[name] = dmInfo{name: name, bot: b, user: user, admin: dm.Admin}
 	}
+	if cfg.Outbox != nil {
+		g.senders = map[string]*sender{}
+		for name, dm := range g.dms {
+			g.senders[name] = &sender{g: g, dm: dm, wake: make(chan struct{}, 1)}
+		}
+	}
 	return g, nil
 }
 
@@ -255,12 +270,14 @@ func (g *Gateway) Run(ctx context.Context) error {
 		polls.Go(func() { b.setMenus(ctx) })
 		polls.Go(func() { b.poll(ctx) })
 	}
+	var sending sync.WaitGroup
+	g.startSenders(ctx, &sending) // sender.go
 	g.log.Info("gateway polling", "bots", len(g.bots), "dms", len(g.dms))
 	<-ctx.Done()
 	polls.Wait()
 
 	drained := make(chan struct{})
-	go func() { g.workers.Wait(); close(drained) }()
+	go func() { g.workers.Wait(); sending.Wait(); close(drained) }()
 	select {
 	case <-drained:
 	case <-time.After(g.cfg.ShutdownGrace):

@@ -151,21 +151,22 @@ var errRefused = errors.New("refused by Telegram")
 // mediaKind; a photo, voice note, audio file or video Telegram refuses
 // with a 400 (an image over the photo limits, a user whose privacy
 // settings forbid voice notes) goes again as a document. The file is
-// opened afresh for each attempt (a 429 retries the send).
-func (b *bot) sendFile(ctx context.Context, send *os.Root, chat int64, f outFile, replyTo int64) error {
+// opened afresh for each attempt (a 429 retries the send). It returns
+// Telegram's id of the message.
+func (b *bot) sendFile(ctx context.Context, send *os.Root, chat int64, f outFile, replyTo int64) (int64, error) {
 	kind, err := sniff(send, f)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	err = b.upload(ctx, send, chat, f, kind, replyTo)
+	id, err := b.upload(ctx, send, chat, f, kind, replyTo)
 	if kind != kindDocument && isBadRequest(err) {
 		b.log.Info("file refused as "+kind+"; sending it as a document", "file", f.arg, keyError, err.Error())
-		err = b.upload(ctx, send, chat, f, kindDocument, replyTo)
+		id, err = b.upload(ctx, send, chat, f, kindDocument, replyTo)
 	}
 	if isBadRequest(err) {
-		return fmt.Errorf("%w: %w", errRefused, err)
+		return 0, fmt.Errorf("%w: %w", errRefused, err)
 	}
-	return err
+	return id, err
 }
 
 func isBadRequest(err error) bool {
@@ -187,15 +188,15 @@ func sniff(send *os.Root, f outFile) (string, error) {
 	return mediaKind(f.name, f.size, head), nil
 }
 
-func (b *bot) upload(ctx context.Context, send *os.Root, chat int64, f outFile, kind string, replyTo int64) error {
-	return b.limiter.Do(ctx, chat, func(ctx context.Context) error {
+func (b *bot) upload(ctx context.Context, send *os.Root, chat int64, f outFile, kind string, replyTo int64) (int64, error) {
+	m, err := telegram.Limited(ctx, b.limiter, chat, func(ctx context.Context) (*telegram.Message, error) {
 		r, err := send.Open(f.name)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		defer r.Close()
 		if fi, err := r.Stat(); err != nil || !fi.Mode().IsRegular() {
-			return fmt.Errorf("file %q changed while being sent", f.arg)
+			return nil, fmt.Errorf("file %q changed while being sent", f.arg)
 		}
 		// Never more than was checked: a file the agent grows meanwhile
 		// is cut, not sent past the caps.
@@ -204,18 +205,21 @@ func (b *bot) upload(ctx context.Context, send *os.Root, chat int64, f outFile, 
 		base := path.Base(f.name)
 		switch kind {
 		case kindPhoto:
-			_, err = b.client.SendPhoto(ctx, chat, base, body, opt)
+			return b.client.SendPhoto(ctx, chat, base, body, opt)
 		case kindVoice:
-			_, err = b.client.SendVoice(ctx, chat, base, body, opt)
+			return b.client.SendVoice(ctx, chat, base, body, opt)
 		case kindAudio:
-			_, err = b.client.SendAudio(ctx, chat, base, body, opt)
+			return b.client.SendAudio(ctx, chat, base, body, opt)
 		case kindVideo:
-			_, err = b.client.SendVideo(ctx, chat, base, body, opt)
+			return b.client.SendVideo(ctx, chat, base, body, opt)
 		default:
-			_, err = b.client.SendDocument(ctx, chat, base, body, opt)
+			return b.client.SendDocument(ctx, chat, base, body, opt)
 		}
-		return err
 	})
+	if err != nil || m == nil {
+		return 0, err
+	}
+	return m.MessageID, nil
 }
 
 // notSentText tells the DM which files were removed unsent, and why.

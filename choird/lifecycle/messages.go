@@ -72,10 +72,15 @@ func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.
 		if m.Outbox == nil {
 			return toolError(req.CallID, "unavailable", "no DM delivery in this choird"), nil
 		}
+		if msg.ID == "" {
+			msg.ID = req.CallID // the key that makes a resend a no-op
+		}
 		if err := m.Outbox.Deliver(ctx, r.AgentID, r.bindings().DM, msg); err != nil {
 			return toolError(req.CallID, "delivery_failed", err.Error()), nil
 		}
-		return rpc.HostToolResp{CallID: req.CallID, Status: rpc.ToolSuccess, Output: json.RawMessage(`{"status":"success","summary":"delivered"}`)}, nil
+		// Queued for a Telegram DM (its outbox delivers it in order),
+		// delivered for the console.
+		return rpc.HostToolResp{CallID: req.CallID, Status: rpc.ToolSuccess, Output: json.RawMessage(`{"status":"success","summary":"queued"}`)}, nil
 	}
 	if h := m.HostTools[req.ToolName]; h != nil {
 		out, err := h(ctx, r.AgentID, r.SessionID, req.Input)

@@ -76,27 +76,34 @@ func (s *Store) QueueOutbox(ctx context.Context, n NewOutbox, max int) (m Outbox
 	if !json.Valid(n.Body) {
 		return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: the body is not JSON", n.Key, n.AgentID)
 	}
+	if max > 0 {
+		// Past the cap, refuse in one round trip: an agent that floods
+		// its outbox costs no transaction per message.
+		var id *int64
+		var queued int
+		if err := s.pool.QueryRow(ctx, s.q(outboxKeyAndDepth), n.AgentID, n.Key).Scan(&id, &queued); err != nil {
+			return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: %w", n.Key, n.AgentID, err)
+		}
+		if id == nil && queued >= max {
+			return OutboxMessage{}, false, fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
+		}
+	}
 	err = s.inTx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, s.control+".dm_outbox:"+n.AgentID); err != nil {
 			return err
 		}
-		m, err = scanOutbox(tx.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox
-			WHERE agent_id = $1 AND msg_key = $2`), n.AgentID, n.Key))
-		if err == nil {
-			return nil // a resend
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
+		// One round trip: the message of that key, if any, and the depth.
+		var id *int64
+		var queued int
+		if err := tx.QueryRow(ctx, s.q(outboxKeyAndDepth), n.AgentID, n.Key).Scan(&id, &queued); err != nil {
 			return err
 		}
-		if max > 0 {
-			var queued int
-			if err := tx.QueryRow(ctx, s.q(`SELECT count(*) FROM choir_control.dm_outbox
-				WHERE agent_id = $1 AND status = 'queued'`), n.AgentID).Scan(&queued); err != nil {
-				return err
-			}
-			if queued >= max {
-				return fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
-			}
+		if id != nil { // a resend
+			m, err = scanOutbox(tx.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox WHERE id = $1`), *id))
+			return err
+		}
+		if max > 0 && queued >= max {
+			return fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
 		}
 		m, err = scanOutbox(tx.QueryRow(ctx, s.q(`INSERT INTO choir_control.dm_outbox (agent_id, dm, msg_key, body)
 			VALUES ($1, $2, $3, $4) RETURNING `+outboxColumns), n.AgentID, n.DM, n.Key, n.Body))
@@ -112,6 +119,12 @@ func (s *Store) QueueOutbox(ctx context.Context, n NewOutbox, max int) (m Outbox
 	return m, fresh, nil
 }
 
+// outboxKeyAndDepth finds the message of an agent's key, if any, and the
+// agent's queued messages.
+const outboxKeyAndDepth = `SELECT
+	(SELECT id FROM choir_control.dm_outbox WHERE agent_id = $1 AND msg_key = $2),
+	(SELECT count(*) FROM choir_control.dm_outbox WHERE agent_id = $1 AND status = 'queued')`
+
 // NextOutbox returns the oldest queued message of a DM, or ErrNotFound.
 func (s *Store) NextOutbox(ctx context.Context, dm string) (OutboxMessage, error) {
 	m, err := scanOutbox(s.pool.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox
@@ -121,6 +134,20 @@ func (s *Store) NextOutbox(ctx context.Context, dm string) (OutboxMessage, error
 	}
 	if err != nil {
 		return OutboxMessage{}, fmt.Errorf("outbox of DM %s: %w", dm, err)
+	}
+	return m, nil
+}
+
+// OutboxByKey returns the message an agent queued with a key, or
+// ErrNotFound.
+func (s *Store) OutboxByKey(ctx context.Context, agentID, key string) (OutboxMessage, error) {
+	m, err := scanOutbox(s.pool.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox
+		WHERE agent_id = $1 AND msg_key = $2`), agentID, key))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return OutboxMessage{}, fmt.Errorf("outbox message %s of %s: %w", key, agentID, ErrNotFound)
+	}
+	if err != nil {
+		return OutboxMessage{}, fmt.Errorf("outbox message %s of %s: %w", key, agentID, err)
 	}
 	return m, nil
 }

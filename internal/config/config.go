@@ -262,6 +262,10 @@ type Agent struct {
 	// Restart is what choird does when a session of the agent crashes;
 	// absent means off (see RestartPolicy).
 	Restart RestartPolicy `json:"restart,omitzero"`
+	// OutboxMax caps the agent's messages waiting for Telegram in its DM's
+	// outbox; past it choir.dm.send is refused with what to do. 0 is the
+	// gateway's default (1000).
+	OutboxMax int `json:"outbox_max,omitempty"`
 	// Spend is the agent's own caps (spend.go); nil means only the
 	// installation's.
 	Spend *Spend `json:"spend,omitempty"`

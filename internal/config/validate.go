@@ -438,6 +438,7 @@ func (v *validator) agents() {
 		v.ref(p+".email", d.Email, "email account", email, false)
 		v.ref(p+".dm", d.DM, "dm", dms, true)
 		v.restart("agents."+name+".restart", a.Restart)
+		v.atLeast("agents."+name+".outbox_max", a.OutboxMax, 0, " (0 is the default, 1000 messages)")
 	}
 }
 

@@ -36,6 +36,22 @@ type AgentStatus struct {
 	// Spend is today's spend against the agent's daily caps (issue 23),
 	// "" when no daily cap applies.
 	Spend string `json:"spend,omitempty"`
+	// Outbox is each Telegram DM's outbox of the agent's messages (issue
+	// 19): the DMs it has messages in, waiting or failed.
+	Outbox []DMOutbox `json:"outbox,omitempty"`
+}
+
+// DMOutbox is what an agent's messages to one Telegram DM wait for.
+type DMOutbox struct {
+	DM     string `json:"dm"`
+	Queued int    `json:"queued"` // messages not yet delivered
+	// OldestAgeSeconds is how long the oldest queued message has waited.
+	OldestAgeSeconds float64 `json:"oldest_age_seconds,omitempty"`
+	Failed           int     `json:"failed,omitempty"` // given up on (kept 7 days)
+	// Refused is why Telegram refuses the DM (blocked, chat not found),
+	// while no message was delivered since; its messages are not retried.
+	Refused   string    `json:"refused,omitempty"`
+	RefusedAt time.Time `json:"refused_at,omitzero"`
 }
 
 // StartRequest overrides an agent's default resources for one session.

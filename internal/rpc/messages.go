@@ -36,6 +36,10 @@ const HostToolDMSend = "choir.dm.send"
 
 // DMSend is the input of choir.dm.send.
 type DMSend struct {
+	// ID is the message's key: a message sent again with the same ID is
+	// delivered once. choird sets the call id of choir.dm.send when the
+	// agent leaves it empty.
+	ID      string   `json:"id,omitempty"`
 	Kind    string   `json:"kind"`               // reply, core_report, notice, error
 	ReplyTo string   `json:"reply_to,omitempty"` // the UserMessage.ID answered
 	Text    string   `json:"text,omitempty"`

@@ -44,6 +44,13 @@ func ProxyError(status int) Fault {
 // voice notes) or "chat not found".
 func BadRequest(description string) Fault { return Fault{badRequest("%s", description)} }
 
+// Forbidden is a 403 with Telegram's description after "Forbidden: ",
+// such as "bot was blocked by the user" or "bot was kicked from the group
+// chat": the chat refuses the bot.
+func Forbidden(description string) Fault {
+	return Fault{fail(http.StatusForbidden, "Forbidden: "+description)}
+}
+
 // Hang answers nothing: the request stays open until the client gives up
 // (its context ends) or the test ends. For a getUpdates, this is the
 // stuck long poll a watchdog must notice.

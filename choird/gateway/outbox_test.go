@@ -1,0 +1,455 @@
+package gateway_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"choir/choird/gateway"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/rpc"
+	"choir/internal/telegram"
+	"choir/testkit"
+	"choir/testkit/pgtest"
+	"choir/testkit/telegramtest"
+)
+
+func TestMain(m *testing.M) { pgtest.Main(m) }
+
+// outboxRig is a fake Bot API, a fake control plane with alpha bound to
+// alice, and the durable outbox in Postgres; gateways over them are
+// started and stopped by the test, as choird restarts.
+type outboxRig struct {
+	t    *testing.T
+	srv  *telegramtest.Server
+	bot  telegramtest.BotID
+	fc   *fakeControl
+	st   *store.Store
+	logs *testkit.Buffer
+}
+
+func newOutboxRig(t *testing.T) *outboxRig {
+	t.Helper()
+	db := pgtest.DB(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
+	if err := st.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
+		t.Fatal(err)
+	}
+	srv := telegramtest.New(t)
+	r := &outboxRig{t: t, srv: srv, bot: srv.AddBot(token, "choir_bot"), fc: newFakeControl(t), st: st, logs: &testkit.Buffer{}}
+	r.fc.bind("alice", "alpha")
+	return r
+}
+
+// gateway builds a gateway over the rig's outbox, not yet running.
+func (r *outboxRig) gateway(tweak func(*gateway.Config)) *gateway.Gateway {
+	r.t.Helper()
+	cfg := gateway.Config{
+		Gateways: map[string]config.Gateway{"work": {Type: "telegram", APIBase: r.srv.URL(), Secret: "tg-work"}},
+		DMs: map[string]config.DM{
+			"admin": {Gateway: "work", UserID: fmt.Sprint(adminUser), Admin: true},
+			"alice": {Gateway: "work", UserID: fmt.Sprint(aliceUser)},
+		},
+		Secrets:     config.Secrets{"tg-work": token},
+		Control:     r.fc,
+		Log:         slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		PollTimeout: time.Second,
+		BackoffMin:  time.Millisecond,
+		BackoffMax:  5 * time.Millisecond,
+		Limiter:     telegram.LimiterConfig{PerChatInterval: time.Millisecond, DefaultRetryAfter: time.Millisecond},
+		Outbox:      r.st,
+	}
+	if tweak != nil {
+		tweak(&cfg)
+	}
+	gw, err := gateway.New(cfg)
+	if err != nil {
+		r.t.Fatalf("gateway.New() = %v", err)
+	}
+	return gw
+}
+
+// run runs gw until the returned function stops it (and waits for Run).
+func (r *outboxRig) run(gw *gateway.Gateway) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gw.Run(ctx)
+	}()
+	stop = sync.OnceFunc(func() { cancel(); <-done })
+	r.t.Cleanup(stop)
+	return stop
+}
+
+func (r *outboxRig) deliver(gw *gateway.Gateway, msg rpc.DMSend) error {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return gw.Deliver(ctx, "alpha", "alice", msg)
+}
+
+// stats is alice's outbox as agent status shows it.
+func (r *outboxRig) stats() store.OutboxStat {
+	r.t.Helper()
+	stats, err := r.st.OutboxStats(context.Background(), "alpha")
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	for _, s := range stats {
+		if s.DM == "alice" {
+			return s
+		}
+	}
+	return store.OutboxStat{}
+}
+
+func numbered(n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("message %d", i+1))
+	}
+	return out
+}
+
+// TestOutboxQueuesThenDeliversInOrder: choir.dm.send to a Telegram DM
+// returns once the message is queued, before Telegram has it (here the
+// gateway is not even running: no message reaches Telegram); status shows
+// the depth; once the sender runs, every message arrives once, in order,
+// the reply on the first part of a long message, and the depth is 0.
+func TestOutboxQueuesThenDeliversInOrder(t *testing.T) {
+	r := newOutboxRig(t)
+	gw := r.gateway(nil)
+	want := numbered(5)
+	long := strings.Repeat("x", 4096) + "tail of the long message"
+	asked := r.srv.InjectText(r.bot, aliceUser, "tell me a long story")
+	for i, text := range want {
+		msg := rpc.DMSend{ID: fmt.Sprint("call-", i), Kind: rpc.DMReply, Text: text}
+		if i == 2 {
+			msg.Text, msg.ReplyTo = long, fmt.Sprintf("tg-work-%d-%d", aliceUser, asked)
+		}
+		if err := r.deliver(gw, msg); err != nil {
+			t.Fatalf("Deliver(%q) = %v; want it queued", text, err)
+		}
+	}
+	if sent := r.srv.Sent(r.bot, aliceUser); len(sent) != 0 {
+		t.Fatalf("Telegram got %d messages before any sender ran; Deliver must only queue", len(sent))
+	}
+	if st := r.stats(); st.Queued != 5 || st.Oldest.IsZero() {
+		t.Errorf("outbox before sending = %+v; want 5 queued with the oldest's time", st)
+	}
+
+	r.run(gw)
+	sent := r.srv.WaitSent(t, r.bot, aliceUser, 6) // the long one is two messages
+	var got []string
+	for _, s := range sent {
+		got = append(got, s.Text)
+	}
+	wantTexts := slices.Concat(want[:2], []string{strings.Repeat("x", 4096), "tail of the long message"}, want[3:])
+	if !slices.Equal(got, wantTexts) {
+		t.Errorf("Telegram got %q;\nwant %q", short(got), short(wantTexts))
+	}
+	if sent[2].ReplyTo != asked || sent[3].ReplyTo != 0 {
+		t.Errorf("the long message's parts reply to %d and %d; want %d on the first only", sent[2].ReplyTo, sent[3].ReplyTo, asked)
+	}
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+}
+
+func short(texts []string) []string {
+	out := make([]string, len(texts))
+	for i, s := range texts {
+		if len(s) > 30 {
+			s = s[:30] + "…"
+		}
+		out[i] = s
+	}
+	return out
+}
+
+// TestOutboxResendIsANoop: the same message (same key) sent twice, with a
+// file, reaches Telegram once, its file once; both calls succeed.
+func TestOutboxResendIsANoop(t *testing.T) {
+	r := newOutboxRig(t)
+	ws, _ := r.fc.WorkspacePath("alpha")
+	send := filepath.Join(ws, ".choirtmp", "send")
+	os.MkdirAll(send, 0o755)
+	os.WriteFile(filepath.Join(send, "report.pdf"), []byte("%PDF once"), 0o644)
+	gw := r.gateway(nil)
+	msg := rpc.DMSend{ID: "call-1", Kind: rpc.DMReply, Text: "the report", Files: []string{".choirtmp/send/report.pdf"}}
+	for i := range 2 {
+		if err := r.deliver(gw, msg); err != nil {
+			t.Fatalf("Deliver #%d = %v", i+1, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(send, "report.pdf")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("report.pdf still in .choirtmp/send/ once queued (%v): the agent's next message would name it again", err)
+	}
+	if err := r.deliver(gw, rpc.DMSend{ID: "call-2", Kind: rpc.DMReply, Text: "after"}); err != nil {
+		t.Fatal(err)
+	}
+	r.run(gw)
+	sent := r.srv.WaitSent(t, r.bot, aliceUser, 3)
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	sent = r.srv.Sent(r.bot, aliceUser)
+	if got := methods(sent); got != "sendMessage sendDocument sendMessage" {
+		t.Fatalf("Telegram got %s (%q); want the text, its file, then the next message, each once", got, texts(sent))
+	}
+	if string(sent[1].File.Data) != "%PDF once" || sent[2].Text != "after" {
+		t.Errorf("sent %q then %q", sent[1].File.Data, sent[2].Text)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(ws, ".choirtmp", "outbox")); len(entries) != 0 {
+		t.Errorf(".choirtmp/outbox/ after delivery holds %d entries; want it empty", len(entries))
+	}
+}
+
+func texts(sent []telegramtest.Sent) []string {
+	var out []string
+	for _, s := range sent {
+		out = append(out, s.Text)
+	}
+	return out
+}
+
+// stepClock is the limiter's clock: waits under a second pass at once;
+// longer ones (a 429's retry_after) wait until the test advances it.
+type stepClock struct {
+	mu      sync.Mutex
+	now     time.Time
+	waiters []stepWaiter
+}
+
+type stepWaiter struct {
+	at time.Time
+	ch chan time.Time
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d < time.Second {
+		c.now = c.now.Add(d)
+		ch <- c.now
+		return ch
+	}
+	c.waiters = append(c.waiters, stepWaiter{c.now.Add(d), ch})
+	return ch
+}
+
+// longest is the latest time anything waits for.
+func (c *stepClock) longest() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var d time.Duration
+	for _, w := range c.waiters {
+		d = max(d, w.at.Sub(c.now))
+	}
+	return d
+}
+
+func (c *stepClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	kept := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.now) {
+			kept = append(kept, w)
+			continue
+		}
+		w.ch <- c.now
+	}
+	c.waiters = kept
+}
+
+// TestOutboxHonoursRetryAfter: Telegram answers the first send with 429
+// retry_after 30; nothing more is sent until 30 s have passed on the
+// limiter's clock, then every message goes, once, in order.
+func TestOutboxHonoursRetryAfter(t *testing.T) {
+	r := newOutboxRig(t)
+	clock := &stepClock{now: time.Unix(1_700_000_000, 0)}
+	gw := r.gateway(func(c *gateway.Config) { c.Limiter.Clock = clock })
+	r.srv.FailNext(r.bot, "sendMessage", 1, telegramtest.TooManyRequests(30))
+	want := numbered(3)
+	for i, text := range want {
+		if err := r.deliver(gw, rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.run(gw)
+	r.srv.Wait(t, "the 429 and the limiter's pause", func() bool {
+		return r.srv.CallCount(r.bot, "sendMessage") == 1 && clock.longest() >= 29*time.Second
+	})
+	if n := len(r.srv.Sent(r.bot, aliceUser)); n != 0 {
+		t.Fatalf("%d messages sent during the pause Telegram asked for", n)
+	}
+	clock.advance(31 * time.Second)
+	r.srv.WaitSent(t, r.bot, aliceUser, 3)
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	if got := texts(r.srv.Sent(r.bot, aliceUser)); !slices.Equal(got, want) {
+		t.Errorf("Telegram got %q; want %q", got, want)
+	}
+	if n := r.srv.CallCount(r.bot, "sendMessage"); n != 4 {
+		t.Errorf("sendMessage called %d times; want 4 (the refused one again, then the other two)", n)
+	}
+}
+
+// TestOutboxExactlyOnceAcrossRestart: choird stops while a send hangs in
+// Telegram (never answered); a new gateway over the same outbox sends that
+// message again and the rest, so every message reaches the DM exactly
+// once and in order, and the log says which part was started before the
+// stop. A message Telegram had accepted before the stop is not sent again.
+func TestOutboxExactlyOnceAcrossRestart(t *testing.T) {
+	r := newOutboxRig(t)
+	want := numbered(6)
+	first := r.gateway(func(c *gateway.Config) { c.ShutdownGrace = 50 * time.Millisecond })
+	stop := r.run(first)
+	for i, text := range want[:2] {
+		if err := r.deliver(first, rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.srv.WaitSent(t, r.bot, aliceUser, 2)
+	// The third send hangs: Telegram never answers it.
+	r.srv.FailNext(r.bot, "sendMessage", 1, telegramtest.Hang())
+	for i, text := range want[2:] {
+		if err := r.deliver(first, rpc.DMSend{ID: fmt.Sprint("c", i+2), Kind: rpc.DMReply, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.srv.Wait(t, "the third send to hang", func() bool { return r.srv.InFlight(r.bot, "sendMessage") == 1 })
+	stop()
+	if got := texts(r.srv.Sent(r.bot, aliceUser)); !slices.Equal(got, want[:2]) {
+		t.Fatalf("before the restart Telegram got %q; want %q", got, want[:2])
+	}
+	if st := r.stats(); st.Queued != 4 {
+		t.Fatalf("outbox after the stop = %+v; want 4 queued", st)
+	}
+
+	r.run(r.gateway(nil))
+	r.srv.WaitSent(t, r.bot, aliceUser, 6)
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	if got := texts(r.srv.Sent(r.bot, aliceUser)); !slices.Equal(got, want) {
+		t.Errorf("after the restart Telegram got %q; want %q, each once", got, want)
+	}
+	if !strings.Contains(r.logs.String(), "may get it twice") {
+		t.Errorf("the log does not name the part resent after the stop:\n%s", r.logs.String())
+	}
+}
+
+// TestOutboxRefusedChat: Telegram answers 403 (the user blocked the bot):
+// the message and those queued behind it are marked failed with the
+// reason, not retried, logged, and agent status shows the refusal; a later
+// message is tried again and, the user having unblocked the bot, delivered,
+// which ends the refusal.
+func TestOutboxRefusedChat(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault telegramtest.Fault
+		want  string
+	}{
+		{"blocked", telegramtest.Forbidden("bot was blocked by the user"), "bot was blocked by the user"},
+		{"chat not found", telegramtest.BadRequest("chat not found"), "chat not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newOutboxRig(t)
+			gw := r.gateway(nil)
+			r.srv.FailNext(r.bot, "sendMessage", 1, tc.fault)
+			for i, text := range numbered(3) {
+				if err := r.deliver(gw, rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: text}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r.run(gw)
+			r.srv.Wait(t, "the messages to be marked failed", func() bool { return r.stats().Failed == 3 })
+			st := r.stats()
+			if st.Queued != 0 || !strings.Contains(st.LastError, tc.want) || !strings.Contains(st.LastError, "alice") {
+				t.Errorf("outbox after the refusal = %+v; want 3 failed, none queued, the refusal naming the DM", st)
+			}
+			if n := r.srv.CallCount(r.bot, "sendMessage"); n != 1 {
+				t.Errorf("sendMessage called %d times; want 1: a refused chat is not retried", n)
+			}
+			if !strings.Contains(r.logs.String(), "Telegram refuses the DM") {
+				t.Errorf("the refusal is not in the log:\n%s", r.logs.String())
+			}
+			if err := r.deliver(gw, rpc.DMSend{ID: "later", Kind: rpc.DMReply, Text: "unblocked now"}); err != nil {
+				t.Fatal(err)
+			}
+			r.srv.WaitSent(t, r.bot, aliceUser, 1)
+			r.srv.Wait(t, "the refusal to end", func() bool { st := r.stats(); return st.Queued == 0 && st.LastError == "" })
+		})
+	}
+}
+
+// TestOutboxCap: 10,000 sends from one agent whose DM's sender is not
+// running: the first 1,000 (the default cap) are queued, every later one
+// is refused with an error that says what, why and what to do, and its
+// file stays in .choirtmp/send/; then all 1,000 reach Telegram, in order.
+func TestOutboxCap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("10,000 sends through Postgres")
+	}
+	r := newOutboxRig(t)
+	ws, _ := r.fc.WorkspacePath("alpha")
+	send := filepath.Join(ws, ".choirtmp", "send")
+	os.MkdirAll(send, 0o755)
+	gw := r.gateway(func(c *gateway.Config) { c.Limiter.PerBotLimit = 1 << 20 })
+	const sends = 10_000
+	var refused error
+	for i := range sends {
+		msg := rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: fmt.Sprint("m", i)}
+		if i == gateway.DefaultOutboxMax { // the first refused one carries a file
+			os.WriteFile(filepath.Join(send, "late.txt"), []byte("late"), 0o644)
+			msg.Files = []string{".choirtmp/send/late.txt"}
+		}
+		err := r.deliver(gw, msg)
+		switch {
+		case i < gateway.DefaultOutboxMax && err != nil:
+			t.Fatalf("send %d below the cap = %v", i, err)
+		case i >= gateway.DefaultOutboxMax && !errors.Is(err, gateway.ErrOutboxFull):
+			t.Fatalf("send %d past the cap = %v; want ErrOutboxFull", i, err)
+		}
+		if i == gateway.DefaultOutboxMax {
+			refused = err
+		}
+	}
+	for _, want := range []string{"alpha", "1000 messages", "agents.alpha.outbox_max", "choirctl agent status alpha", "send it again"} {
+		if !strings.Contains(refused.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", refused, want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(send, "late.txt")); err != nil || string(data) != "late" {
+		t.Errorf("the refused message's file: %q, %v; want it back in .choirtmp/send/", data, err)
+	}
+	if st := r.stats(); st.Queued != gateway.DefaultOutboxMax {
+		t.Fatalf("outbox depth = %d; want %d", st.Queued, gateway.DefaultOutboxMax)
+	}
+	r.run(gw)
+	sent := r.srv.WaitSent(t, r.bot, aliceUser, gateway.DefaultOutboxMax)
+	for i, s := range sent {
+		if s.Text != fmt.Sprint("m", i) {
+			t.Fatalf("Telegram's message %d is %q; want m%d (order, nothing lost)", i, s.Text, i)
+		}
+	}
+}

@@ -1,0 +1,327 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"choir/choird/store"
+	"choir/internal/telegram"
+)
+
+// A DM's sender delivers its outbox (outbox.go), oldest message first, one
+// part after the other, each through the bot's limiter (Telegram's pace
+// and 429 retry_after) while holding the chat, so that nothing else sent
+// to the DM comes between two parts of a message.
+//
+// Exactly once: before a part's send starts, its number is recorded
+// (attempt); once Telegram accepts it, its message id is recorded and the
+// next part is due. A restart resumes at the first part not recorded, so a
+// part Telegram accepted and choird recorded is never sent again, and none
+// is lost. The one window is a choird that dies after Telegram accepted a
+// part and before the record reached Postgres (or a send whose answer was
+// lost on the network): the Bot API has no idempotency key, so choird
+// cannot ask whether that part arrived. It sends it again (at least once:
+// a duplicate line is better than a missing one) and logs that it may be a
+// duplicate; a stop of choird lets the part in flight finish and be
+// recorded first (ShutdownGrace).
+//
+// Refusals: a chat Telegram refuses (403: the user blocked the bot or the
+// bot was removed; 400 chat not found) fails the message and every one
+// queued behind it, with Telegram's reason, logged and shown by agent
+// status; a later message is tried again (the user may unblock the bot).
+// A text part refused otherwise (400) fails its message alone. A file
+// Telegram refuses even as a document, or one gone from the workspace, is
+// noted and listed in the message's closing notice. Anything else (network,
+// 5xx, 401) is retried after a growing pause, the message staying queued.
+
+// sender delivers one DM's outbox.
+type sender struct {
+	g    *Gateway
+	dm   dmInfo
+	wake chan struct{} // capacity 1: a message was queued
+}
+
+// startSenders runs each DM's sender until ctx ends.
+func (g *Gateway) startSenders(ctx context.Context, wg *sync.WaitGroup) {
+	if g.cfg.Outbox == nil {
+		return
+	}
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if n, err := g.cfg.Outbox.PruneOutbox(pctx, time.Now().Add(-outboxRetention)); err != nil {
+		g.log.Warn("old outbox messages not pruned", keyError, err.Error())
+	} else if n > 0 {
+		g.log.Info("old outbox messages pruned", "messages", n)
+	}
+	cancel()
+	for _, s := range g.senders {
+		wg.Go(func() { s.run(ctx) })
+	}
+}
+
+// run delivers the DM's queued messages until ctx ends, waiting for a new
+// one when the outbox is empty.
+func (s *sender) run(ctx context.Context) {
+	pause := s.g.cfg.BackoffMin
+	for ctx.Err() == nil {
+		m, err := s.g.cfg.Outbox.NextOutbox(ctx, s.dm.name)
+		if errors.Is(err, store.ErrNotFound) {
+			select {
+			case <-ctx.Done():
+			case <-s.wake:
+			}
+			continue
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log().Warn("outbox not read; trying again", keyError, err.Error(), "pause", pause)
+				pause = s.wait(ctx, pause)
+			}
+			continue
+		}
+		pause = s.g.cfg.BackoffMin
+		s.deliver(ctx, m)
+	}
+}
+
+func (s *sender) log() *slog.Logger {
+	return s.dm.bot.log.With(keyDM, s.dm.name)
+}
+
+// wait pauses for d or until ctx ends, and returns the next pause.
+func (s *sender) wait(ctx context.Context, d time.Duration) time.Duration {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return min(2*d, s.g.cfg.BackoffMax)
+}
+
+// record runs a store write that must not be lost: again after a pause
+// until it succeeds or the gateway's work ends (then the part is resent
+// after the restart: the window the comment at the top describes).
+func (s *sender) record(what string, fn func(ctx context.Context) error) bool {
+	pause := s.g.cfg.BackoffMin
+	for {
+		ctx, cancel := context.WithTimeout(s.g.workCtx, 30*time.Second)
+		err := fn(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		if s.g.workCtx.Err() != nil {
+			return false
+		}
+		s.log().Warn("outbox not updated ("+what+"); trying again", keyError, err.Error())
+		pause = s.wait(s.g.workCtx, pause)
+	}
+}
+
+// deliver sends one queued message's parts from the first not recorded.
+// It returns when the message is sent or failed, or ctx ends.
+func (s *sender) deliver(ctx context.Context, m store.OutboxMessage) {
+	out := s.g.cfg.Outbox
+	log := s.log().With(keyAgent, m.AgentID, "outbox_id", m.ID)
+	var p plan
+	if err := json.Unmarshal(m.Body, &p); err != nil {
+		s.record("fail", func(ctx context.Context) error {
+			return out.FailOutbox(ctx, m.ID, "the queued message is unreadable: "+err.Error())
+		})
+		log.Error("queued message unreadable; marked failed", keyError, err.Error())
+		return
+	}
+	refused := append([]refusedFile(nil), p.Refused...)
+	for _, n := range m.Notes {
+		var f refusedFile
+		if json.Unmarshal([]byte(n), &f) == nil {
+			refused = append(refused, f)
+		}
+	}
+	files := &msgFiles{p: p}
+	defer files.close()
+
+	b, chat := s.dm.bot, s.dm.user
+	mu := b.chatLock(chat)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := m.PartsDone; i < len(p.Parts); i++ {
+		pt, last := p.Parts[i], i == len(p.Parts)-1
+		if pt.Notice && len(refused) == 0 {
+			if !s.record("record part", func(ctx context.Context) error { return out.OutboxPartSent(ctx, m.ID, i, 0, "", last) }) {
+				return
+			}
+			continue
+		}
+		if m.Attempt == i {
+			log.Warn("resending a part whose send started before choird stopped: the DM may get it twice", "part", i)
+		}
+		replyTo := int64(0)
+		if i == 0 {
+			replyTo = p.ReplyTo
+		}
+		pause := s.g.cfg.BackoffMin
+		for {
+			if ctx.Err() != nil {
+				return // stopping: the part stays queued
+			}
+			if !s.record("start part", func(ctx context.Context) error { return out.OutboxAttempt(ctx, m.ID, i) }) {
+				return
+			}
+			id, err := s.sendPart(s.g.workCtx, files, pt, replyTo, refused)
+			var note refusedFile
+			if reason, ok := chatRefusal(err); ok {
+				s.refused(m, reason)
+				return
+			}
+			switch {
+			case err == nil:
+			case pt.File != "" && errors.Is(err, errRefused):
+				note = refusedFile{pt.Arg, "Telegram refused it (" + oneLine(err.Error(), 200) + ")"}
+			case pt.File != "" && errors.Is(err, os.ErrNotExist):
+				note = refusedFile{pt.Arg, "it was gone from the workspace before it could be sent"}
+			case isBadRequest(err):
+				reason := "Telegram refused it: " + oneLine(err.Error(), 300)
+				s.record("fail", func(ctx context.Context) error { return out.FailOutbox(ctx, m.ID, reason) })
+				log.Error("message refused by Telegram; marked failed", "part", i, keyError, err.Error())
+				return
+			case s.g.workCtx.Err() != nil || errors.Is(err, telegram.ErrLimiterClosed):
+				return // stopping before Telegram answered: resent after the restart
+			default:
+				log.Warn("part not delivered; trying again", "part", i, "pause", pause, keyError, err.Error())
+				pause = s.wait(ctx, pause)
+				continue
+			}
+			noteText := ""
+			if note.Arg != "" {
+				raw, _ := json.Marshal(note)
+				noteText = string(raw)
+				refused = append(refused, note)
+			}
+			if !s.record("record part", func(ctx context.Context) error { return out.OutboxPartSent(ctx, m.ID, i, id, noteText, last) }) {
+				return
+			}
+			if pt.File != "" {
+				files.remove(pt.File)
+			}
+			break
+		}
+	}
+	files.removeAll()
+}
+
+// sendPart sends one part and returns Telegram's message id.
+func (s *sender) sendPart(ctx context.Context, files *msgFiles, pt part, replyTo int64, refused []refusedFile) (int64, error) {
+	b, chat := s.dm.bot, s.dm.user
+	if pt.File != "" {
+		dir, err := files.root()
+		if err != nil {
+			return 0, err
+		}
+		return b.sendFile(ctx, dir, chat, outFile{arg: pt.Arg, name: pt.File, size: pt.Size}, replyTo)
+	}
+	text := pt.Text
+	if pt.Notice {
+		ns := make([]notSent, len(refused))
+		for i, f := range refused {
+			ns[i] = notSent{f.Arg, f.Why}
+		}
+		text = notSentText(ns)
+	}
+	m, err := telegram.Limited(ctx, b.limiter, chat, func(ctx context.Context) (*telegram.Message, error) {
+		return b.client.SendMessage(ctx, chat, text, telegram.MessageOptions{ReplyToMessageID: replyTo})
+	})
+	if err != nil {
+		return 0, err
+	}
+	return m.MessageID, nil
+}
+
+// refused fails a message and everything queued behind it in a chat
+// Telegram refuses.
+func (s *sender) refused(m store.OutboxMessage, reason string) {
+	reason = "Telegram refuses DM " + s.dm.name + ": " + reason
+	var n int
+	s.record("fail", func(ctx context.Context) error {
+		var err error
+		n, err = s.g.cfg.Outbox.FailQueuedOutbox(ctx, s.dm.name, reason)
+		return err
+	})
+	s.log().Error("Telegram refuses the DM; its queued messages are marked failed and not retried (a later message is tried again)",
+		keyAgent, m.AgentID, "failed", n, keyError, reason)
+}
+
+// chatRefusal reports an error that says Telegram will not deliver to
+// the chat at all, with Telegram's words.
+func chatRefusal(err error) (string, bool) {
+	e, ok := errors.AsType[*telegram.APIError](err)
+	if !ok {
+		return "", false
+	}
+	d := strings.ToLower(e.Description)
+	if e.Code == http.StatusForbidden || e.Code == http.StatusBadRequest &&
+		(strings.Contains(d, "chat not found") || strings.Contains(d, "user not found") || strings.Contains(d, "peer_id_invalid")) {
+		return fmt.Sprintf("error %d: %s", e.Code, e.Description), true
+	}
+	return "", false
+}
+
+// refusedFile is a file of a message that was not sent, and why.
+type refusedFile struct {
+	Arg string `json:"arg"`
+	Why string `json:"why"`
+}
+
+// msgFiles is a queued message's file directory, opened on first use.
+type msgFiles struct {
+	p       plan
+	ws, dir *os.Root
+}
+
+func (f *msgFiles) root() (*os.Root, error) {
+	if f.dir != nil {
+		return f.dir, nil
+	}
+	ws, err := os.OpenRoot(f.p.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := ws.OpenRoot(f.p.Dir)
+	if err != nil {
+		ws.Close()
+		return nil, err
+	}
+	f.ws, f.dir = ws, dir
+	return dir, nil
+}
+
+func (f *msgFiles) remove(name string) {
+	if dir, err := f.root(); err == nil {
+		dir.Remove(name)
+	}
+}
+
+// removeAll removes the message's directory once it is delivered.
+func (f *msgFiles) removeAll() {
+	if f.p.Dir == "" {
+		return
+	}
+	if _, err := f.root(); err == nil {
+		f.ws.RemoveAll(f.p.Dir)
+	}
+}
+
+func (f *msgFiles) close() {
+	if f.dir != nil {
+		f.dir.Close()
+		f.ws.Close()
+	}
+}
