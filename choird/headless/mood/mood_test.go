@@ -262,3 +262,29 @@ func TestResolveRefusesHostileOverrides(t *testing.T) {
 		}
 	}
 }
+
+// What each built-in mood is offered of choir's built-in tools.
+func TestPermittedBuiltinTools(t *testing.T) {
+	want := map[Mood][]string{
+		Calm:        {"choir.exec", "choir.fs.read", "choir.fs.search", "choir.fs.write"},
+		Curious:     {"choir.web.browse", "choir.web.search"},
+		Skeptical:   {"choir.exec", "choir.fs.read", "choir.fs.search"},
+		Paranoid:    {"choir.fs.read", "choir.fs.search"},
+		Contrite:    nil,
+		Deferential: nil,
+	}
+	for _, m := range All() {
+		p, _ := Builtin(m)
+		if got := p.Permitted(builtin.Names(), nil); !slices.Equal(got, want[m]) {
+			t.Errorf("%s.Permitted(built-ins) = %v; want %v", m, got, want[m])
+		}
+	}
+	// Everything, bounded by the flags alone.
+	p, _ := Builtin(Curious)
+	p.Tools = []string{"*"}
+	if got := p.Permitted(builtin.Names(), nil); !slices.Equal(got, []string{
+		"choir.core.cancel", "choir.core.finish", "choir.core.inject", "choir.core.list", "choir.core.report", "choir.core.spawn",
+		"choir.web.browse", "choir.web.search"}) {
+		t.Errorf("CURIOUS with tools [*] permits %v; want the lane tools and the web tools only", got)
+	}
+}

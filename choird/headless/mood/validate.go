@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -95,6 +96,26 @@ func (p Profile) Matches(name string) bool {
 // flags. This is the filter the run's tool registry applies.
 func (p Profile) Permit(name string, t Traits) bool {
 	return p.Matches(name) && p.refusal(t) == ""
+}
+
+// Permitted returns those of names that a run in p may call, sorted and
+// without duplicates. traits gives a tool's traits (nil means
+// TraitsOf(name, false, 0); the director passes one that reads each
+// tool's runtime view). This is the list choird hands the run's agent
+// session, which keeps its registry to it with tool.Among: choir-agent
+// does not link this package.
+func (p Profile) Permitted(names []string, traits func(name string) Traits) []string {
+	if traits == nil {
+		traits = func(name string) Traits { return TraitsOf(name, false, 0) }
+	}
+	var out []string
+	for _, n := range names {
+		if p.Permit(n, traits(n)) {
+			out = append(out, n)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // refusal says which flag of p a tool with traits t exceeds, "" when none.
