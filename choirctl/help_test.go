@@ -183,7 +183,7 @@ func TestCompletionBashNamesTheWholeTable(t *testing.T) {
 		{"choirctl agent st", "start status stop"},
 		{"choirctl --home /tmp secret ", "--help apply delete list set"},
 		{"choirctl completion ", "--help bash"},
-		{"choirctl help wo", "workspace"},
+		{"choirctl help wo", "work workspace"},
 		{"choirctl status ", ""},
 		{"choirctl agent start ", ""},
 	} {

@@ -1,0 +1,243 @@
+package main
+
+// choirctl work add <agent> <description> --accept C [--accept C]... [--verifier V]... [--risk low|medium|high] [--depends ID]... [--json]
+// choirctl work list [--agent A] [--status S] [--json]
+// choirctl work show <id> [--json]
+// choirctl work split <id> --file F|- [--json]
+// choirctl work cancel <id> [--json]
+//
+// The director's work queue (seed 002 §6): each work item is one objective
+// a single run can satisfy, with acceptance criteria, the verifiers that
+// must pass, a risk tier (a high one needs a human to approve its commit)
+// and the work items it depends on. An open item is ready when every
+// dependency is done; one too big for a run is split into children that
+// together carry every criterion and verifier of the parent.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"choir/internal/ctl"
+)
+
+// workCommands are the subcommands of `choirctl work`.
+var workCommands = []command{
+	{name: "add", args: "<agent> <description> --accept C [--verifier V] [--risk R] [--depends ID] [--json]", summary: "add a work item to an agent's queue", run: workAdd},
+	{name: "list", args: "[--agent A] [--status S] [--json]", summary: "work items, oldest first, with their status", run: workList},
+	{name: "show", args: "<id> [--json]", summary: "one work item with its children and runs", run: workShow},
+	{name: "split", args: "<id> --file F|- [--json]", summary: "split a work item into children that cover it", run: workSplit},
+	{name: "cancel", args: "<id> [--json]", summary: "cancel a work item (and its queued run)", run: workCancel},
+}
+
+// listFlag is a flag that may be given several times.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ", ") }
+func (l *listFlag) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
+func workAdd(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work add", "work add <agent> <description> --accept C [--accept C]... [--verifier V]... [--risk low|medium|high] [--depends ID]... [--json]")
+	var accept, verifiers, depends listFlag
+	fs.Var(&accept, "accept", "an acceptance criterion (repeat for several; at least one)")
+	fs.Var(&verifiers, "verifier", "a verifier that must pass before a commit (repeat for several)")
+	fs.Var(&depends, "depends", "a work item this one waits for (repeat for several)")
+	risk := fs.String("risk", "low", "risk tier: low, medium or high (high needs a human to approve the commit)")
+	asJSON := fs.Bool("json", false, "print the new work item as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("work add takes the agent and the description (quote it): work add <agent> \"<description>\" --accept \"<criterion>\"")
+	}
+	if len(accept) == 0 {
+		return usagef("give at least one acceptance criterion with --accept \"<criterion>\"")
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "create", Item: &ctl.WorkItemSpec{Agent: fs.Arg(0), Description: fs.Arg(1),
+		Acceptance: accept, Verifiers: verifiers, Risk: *risk, DependsOn: depends}})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, res.Item)
+	}
+	fmt.Fprintf(e.stdout, "%s added for %s (%s)\n", res.Item.ID, res.Item.Agent, res.Item.Status)
+	return nil
+}
+
+func workList(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work list", "work list [--agent A] [--status S] [--json]")
+	agent := fs.String("agent", "", "only this agent's work items")
+	status := fs.String("status", "", "only work items with this status (open, ready, running, done, split, cancelled, blocked)")
+	asJSON := fs.Bool("json", false, "print the list as JSON")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("work list takes no arguments")
+	}
+	switch *status {
+	case "", "open", "ready", "running", "done", "split", "cancelled", "blocked":
+	default:
+		return usagef("--status %q: want open, ready, running, done, split, cancelled or blocked", *status)
+	}
+	c := e.client()
+	defer c.Close()
+	list, err := c.WorkItems(ctx, *agent, *status)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, list)
+	}
+	if len(list) == 0 {
+		fmt.Fprintln(e.stdout, "no work items")
+		return nil
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tAGENT\tSTATUS\tRISK\tDEPENDS ON\tDESCRIPTION")
+	for _, it := range list {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", it.ID, it.Agent, it.Status, it.Risk, dash(strings.Join(it.DependsOn, ",")), oneLine(it.Description, 60))
+	}
+	return tw.Flush()
+}
+
+// oneLine shortens s to one line of at most n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func workShow(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work show", "work show <id> [--json]")
+	asJSON := fs.Bool("json", false, "print the work item, its children and runs as JSON")
+	id, err := oneArg(fs, args, "work item id")
+	if err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	d, err := c.WorkItem(ctx, id)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, d)
+	}
+	it := d.Item
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "id\t%s\nagent\t%s\nstatus\t%s\nrisk\t%s\n", it.ID, it.Agent, it.Status, it.Risk)
+	if it.Parent != "" {
+		fmt.Fprintf(tw, "parent\t%s\n", it.Parent)
+	}
+	fmt.Fprintf(tw, "depends on\t%s\nverifiers\t%s\ncreated\t%s\nupdated\t%s\n", dash(strings.Join(it.DependsOn, ", ")),
+		dash(strings.Join(it.Verifiers, ", ")), it.Created.Format(time.RFC3339), it.Updated.Format(time.RFC3339))
+	if len(d.Children) > 0 {
+		fmt.Fprintf(tw, "children\t%s\n", strings.Join(d.Children, ", "))
+	}
+	tw.Flush()
+	fmt.Fprintf(e.stdout, "description:\n  %s\nacceptance:\n", it.Description)
+	for _, a := range it.Acceptance {
+		fmt.Fprintf(e.stdout, "  - %s\n", a)
+	}
+	if len(d.Runs) > 0 {
+		fmt.Fprintln(e.stdout, "runs:")
+		for _, r := range d.Runs {
+			fmt.Fprintf(e.stdout, "  %s  %s  %s  %s\n", r.ID, r.Status, r.Mood, r.Created.Format(time.RFC3339))
+		}
+	}
+	return nil
+}
+
+// maxSplitFile bounds the children file of work split.
+const maxSplitFile = 512 << 10
+
+func workSplit(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work split", "work split <id> --file F|- [--json]\n\n"+
+		"The file (or - for standard input) is a JSON array of children:\n"+
+		"  [{\"description\": \"...\", \"acceptance\": [\"...\"], \"verifiers\": [\"...\"], \"risk\": \"low\", \"depends_on\": [\"w-...\"]}, ...]\n"+
+		"Together they must carry every acceptance criterion and verifier of the parent;\n"+
+		"each takes the parent's agent and dependencies.")
+	file := fs.String("file", "", "the children, a JSON array (- reads standard input); required")
+	asJSON := fs.Bool("json", false, "print the parent and its children as JSON")
+	id, err := oneArg(fs, args, "work item id")
+	if err != nil {
+		return err
+	}
+	if *file == "" {
+		return usagef("give the children with --file F (a JSON array; - reads standard input)")
+	}
+	var data []byte
+	if *file == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.stdin, maxSplitFile+1))
+	} else {
+		var f *os.File
+		if f, err = os.Open(*file); err == nil {
+			data, err = io.ReadAll(io.LimitReader(f, maxSplitFile+1))
+			f.Close()
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("read the children: %w", err)
+	}
+	if len(data) > maxSplitFile {
+		return fmt.Errorf("%s: larger than %d bytes; split in fewer, shorter children", *file, maxSplitFile)
+	}
+	var children []ctl.WorkItemSpec
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&children); err != nil {
+		return fmt.Errorf("%s: want a JSON array of children ({\"description\", \"acceptance\", ...}): %v", *file, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%s: data after the JSON array", *file)
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "split", ID: id, Children: children})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, res)
+	}
+	fmt.Fprintf(e.stdout, "%s split into %d:\n", res.Item.ID, len(res.Children))
+	for _, k := range res.Children {
+		fmt.Fprintf(e.stdout, "  %s  %s  %s\n", k.ID, k.Status, oneLine(k.Description, 60))
+	}
+	return nil
+}
+
+func workCancel(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work cancel", "work cancel <id> [--json]")
+	asJSON := fs.Bool("json", false, "print the cancelled work item as JSON")
+	id, err := oneArg(fs, args, "work item id")
+	if err != nil {
+		return err
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "cancel", ID: id})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, res.Item)
+	}
+	fmt.Fprintf(e.stdout, "%s cancelled\n", res.Item.ID)
+	return nil
+}

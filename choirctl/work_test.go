@@ -1,0 +1,174 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"choir/internal/ctl"
+	"choir/testkit"
+)
+
+// headlessHome is an installation with one configured agent, run-1
+// (never built or started: work items and queued runs need neither),
+// served by a real choird on a real Postgres.
+func headlessHome(t *testing.T) (string, *daemon) {
+	t.Helper()
+	home := filepath.Join(t.TempDir(), "h")
+	repos := t.TempDir()
+	global, repo := filepath.Join(repos, "global.git"), filepath.Join(repos, "run-1.git")
+	if _, stderr, code := ctlRun(t, home, "", "init", "--global-repo", global); code != 0 {
+		t.Fatalf("init = %d %q", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "agent", "init", "run-1", "--repo", repo); code != 0 {
+		t.Fatalf("agent init = %d %q", code, stderr)
+	}
+	backends(t, home)
+	editConfig(t, home, func(cfg map[string]any) {
+		cfg["global_repo"] = map[string]any{"url": global, "ref": "main"}
+		cfg["workspaces"] = map[string]any{"main": map[string]any{"path": testkit.Workspace(t)}}
+		cfg["models"] = map[string]any{"m": map[string]any{"provider": "test", "model": "x", "endpoint": "http://127.0.0.1:9/v1", "secret": "llm-key"}}
+		cfg["git_identities"] = map[string]any{"dev": map[string]any{"name": "Dev", "email": "dev@choir.local", "secret": "git-token"}}
+		cfg["gateways"] = map[string]any{"console": map[string]any{"type": "console"}}
+		cfg["dms"] = map[string]any{"dm1": map[string]any{"gateway": "console", "admin": true}}
+		cfg["agents"] = map[string]any{"run-1": map[string]any{"repo": map[string]any{"url": repo, "ref": "main"},
+			"defaults": map[string]any{"workspace": "main", "llm": "m", "git_identity": "dev", "dm": "dm1"}}}
+	})
+	for name, value := range map[string]string{"llm-key": apiSecret, "git-token": "ghp-e2e-Token-5Yt"} {
+		if _, stderr, code := ctlRun(t, home, "", "secret", "set", name, value); code != 0 {
+			t.Fatalf("secret set %s = %d %s", name, code, stderr)
+		}
+	}
+	return home, restartChoird(t, home)
+}
+
+// ctlJSON runs a choirctl command with --json and decodes its output.
+func ctlJSON(t *testing.T, home string, out any, args ...string) {
+	t.Helper()
+	stdout, stderr, code := ctlRun(t, home, "", append(args, "--json")...)
+	if code != 0 {
+		t.Fatalf("choirctl %s --json = %d %s", strings.Join(args, " "), code, stderr)
+	}
+	if err := json.Unmarshal([]byte(stdout), out); err != nil {
+		t.Fatalf("choirctl %s --json printed %q: %v", strings.Join(args, " "), stdout, err)
+	}
+}
+
+// The operator's path through the headless commands against a running
+// choird: work items with a dependency, a split, a queued run, its
+// cancellation as a receipt, and the state vector, all still there after
+// choird restarts.
+func TestWorkAndRunCommandsAgainstChoird(t *testing.T) {
+	home, d := headlessHome(t)
+
+	var first ctl.WorkItem
+	ctlJSON(t, home, &first, "work", "add", "run-1", "make the failing test pass", "--accept", "go test passes", "--verifier", "go-test")
+	if first.Status != "ready" || first.Agent != "run-1" || len(first.Verifiers) != 1 {
+		t.Fatalf("work add = %+v; want a ready item of run-1 with its verifier", first)
+	}
+	out, stderr, code := ctlRun(t, home, "", "work", "add", "run-1", "document the fix", "--accept", "README says so", "--accept", "CHANGES lists it", "--depends", first.ID, "--risk", "high")
+	if code != 0 || !strings.Contains(out, "added for run-1 (open)") {
+		t.Fatalf("work add (text) = %d %q %q", code, out, stderr)
+	}
+	second := strings.Fields(out)[0]
+	if _, stderr, code := ctlRun(t, home, "", "work", "add", "ghost", "x", "--accept", "a"); code != 1 || !strings.Contains(stderr, `agent "ghost" is not configured`) {
+		t.Errorf("work add for an unknown agent = %d %q; want 1 naming it", code, stderr)
+	}
+	if out, _, _ := ctlRun(t, home, "", "work", "list", "--status", "ready"); !strings.Contains(out, first.ID) || strings.Contains(out, second) {
+		t.Errorf("work list --status ready = %q; want only %s", out, first.ID)
+	}
+
+	// Split the second into two children that carry both criteria.
+	children := `[{"description":"README","acceptance":["README says so"]},{"description":"CHANGES","acceptance":["CHANGES lists it"]}]`
+	out, stderr, code = ctlRun(t, home, children, "work", "split", second, "--file", "-")
+	if code != 0 || !strings.Contains(out, "split into 2") {
+		t.Fatalf("work split = %d %q %q", code, out, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, `[{"description":"x","acceptance":["a"],"colour":"red"}]`, "work", "split", first.ID, "--file", "-"); code != 1 || !strings.Contains(stderr, "colour") {
+		t.Errorf("work split with an unknown field = %d %q; want refused naming it", code, stderr)
+	}
+	var shown ctl.WorkItemDetail
+	ctlJSON(t, home, &shown, "work", "show", second)
+	if shown.Item.Status != "split" || len(shown.Children) != 2 {
+		t.Errorf("work show of the split item = %+v", shown)
+	}
+
+	// A queued run: recorded only, and one at a time per work item.
+	var run ctl.Run
+	ctlJSON(t, home, &run, "run", "start", first.ID, "--mood", "SKEPTICAL", "--tokens", "1000", "--wall", "20m")
+	if run.Status != "queued" || run.Mood != "SKEPTICAL" || run.Budgets.WallSeconds != 1200 || run.WorkItem != first.ID {
+		t.Fatalf("run start = %+v", run)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "run", "start", first.ID); code != 1 || !strings.Contains(stderr, "has an active run") {
+		t.Errorf("second run start = %d %q; want refused", code, stderr)
+	}
+	if out, _, _ := ctlRun(t, home, "", "run", "show", run.ID); !strings.Contains(out, "queued") || !strings.Contains(out, "not ready") {
+		t.Errorf("run show = %q; want queued, commit not ready", out)
+	}
+	if out, _, _ := ctlRun(t, home, "", "run", "receipts", run.ID); !strings.Contains(out, "no receipts") {
+		t.Errorf("run receipts of a queued run = %q; want none", out)
+	}
+
+	// Cancelling the work item cancels its queued run, with a receipt.
+	if out, stderr, code := ctlRun(t, home, "", "work", "cancel", first.ID); code != 0 || !strings.Contains(out, "cancelled") {
+		t.Fatalf("work cancel = %d %q %q", code, out, stderr)
+	}
+	var rs []ctl.Receipt
+	ctlJSON(t, home, &rs, "run", "receipts", run.ID)
+	if len(rs) != 1 || rs[0].Kind != "RunEnded" || !strings.Contains(string(rs[0].Body), "cancelled") {
+		t.Fatalf("run receipts after the cancel = %+v", rs)
+	}
+	var st ctl.AHDBState
+	ctlJSON(t, home, &st, "state")
+	if st.Receipts != 1 || st.Runs[run.ID] != "cancelled" {
+		t.Errorf("state = %+v; want one receipt, the run cancelled", st)
+	}
+
+	// Everything is in Postgres: a restarted choird shows the same.
+	if err := d.stop(t); err != nil {
+		t.Fatalf("choird stop: %v", err)
+	}
+	restartChoird(t, home)
+	var runs []ctl.Run
+	ctlJSON(t, home, &runs, "run", "list", "--agent", "run-1")
+	if len(runs) != 1 || runs[0].ID != run.ID || runs[0].Status != "cancelled" || runs[0].Ended.IsZero() {
+		t.Errorf("run list after a restart = %+v", runs)
+	}
+	var again ctl.AHDBState
+	ctlJSON(t, home, &again, "state", "--agent", "run-1")
+	if again.Receipts != st.Receipts || again.Runs[run.ID] != "cancelled" {
+		t.Errorf("state after a restart = %+v; want as before", again)
+	}
+	if out, _, _ := ctlRun(t, home, "", "state"); !strings.Contains(out, "state vector from 1 receipts of 1 runs") || !strings.Contains(out, run.ID+"  cancelled") {
+		t.Errorf("state (text) = %q", out)
+	}
+}
+
+// Mistakes on the command line exit 2 before anything reaches choird.
+func TestWorkAndRunUsageErrors(t *testing.T) {
+	home := t.TempDir()
+	for _, args := range [][]string{
+		{"work", "add", "run-1", "no criterion"},
+		{"work", "add", "run-1"},
+		{"work", "list", "extra"},
+		{"work", "list", "--status", "sleeping"},
+		{"work", "show"},
+		{"work", "split", "w-000000000000"},
+		{"work", "cancel"},
+		{"run", "start"},
+		{"run", "start", "w-000000000000", "--tokens", "-5"},
+		{"run", "receipts", "r-000000000000", "--after", "-1"},
+		{"run", "list", "extra"},
+		{"state", "extra"},
+		{"state", "--bogus"},
+	} {
+		if _, stderr, code := ctlRun(t, home, "", args...); code != 2 || !strings.Contains(stderr, "usage: choirctl") {
+			t.Errorf("choirctl %s = %d %q; want 2 with the usage", strings.Join(args, " "), code, stderr)
+		}
+	}
+	// run start says, in its help, that it only records a queued run.
+	if out, _, code := ctlRun(t, home, "", "run", "start", "--help"); code != 0 || !strings.Contains(out, "records the run as queued") || !strings.Contains(out, "executor") {
+		t.Errorf("run start --help = %d %q; want it to say the run is only recorded", code, out)
+	}
+}
