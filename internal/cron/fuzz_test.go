@@ -34,5 +34,19 @@ func FuzzParse(f *testing.F) {
 		if again := s.Next(next, time.UTC); !again.IsZero() && !again.After(next) {
 			t.Fatalf("Parse(%q).Next(%s) = %s; not after it", expr, next, again)
 		}
+		// In a zone with daylight saving: later, and either a matching
+		// wall clock or the end of a gap (the start of a zone period).
+		paris, err := time.LoadLocation("Europe/Paris")
+		if err != nil {
+			return
+		}
+		next = s.Next(after, paris)
+		if next.IsZero() {
+			return
+		}
+		start, _ := next.In(paris).ZoneBounds()
+		if !next.After(after) || !(s.Matches(next.In(paris)) || next.Equal(start)) {
+			t.Fatalf("Parse(%q).Next(%s) in Paris = %s; want a later matching time or a gap's end", expr, after, next.In(paris))
+		}
 	})
 }
