@@ -89,6 +89,14 @@ const (
 	LabelVerifier = "choir.verifier"
 )
 
+// Env is the environment of every verifier (added to the image's): a home,
+// caches and temporary files on the tmpfs. The worktree's .git names a
+// directory on the host that the container does not have, so git cannot
+// work in /workspace: Go is told not to stamp builds with VCS data (which
+// would run git), and to use the toolchain the image has (there is no
+// network to fetch another).
+var Env = []string{"HOME=" + Home, "TMPDIR=/tmp", "XDG_CACHE_HOME=/tmp/.cache", "GOFLAGS=-buildvcs=false", "GOTOOLCHAIN=local"}
+
 // DefaultMaxOutput is how much of a verifier's output is kept (1 MiB).
 const DefaultMaxOutput = 1 << 20
 
@@ -348,7 +356,7 @@ func (r *Runner) containerConfig(req Request) (*docker.ContainerConfig, *docker.
 		Image:      req.Image,
 		Entrypoint: []string{""},
 		Cmd:        req.Verifier.Command,
-		Env:        []string{"HOME=" + Home, "TMPDIR=/tmp", "XDG_CACHE_HOME=/tmp/.cache"},
+		Env:        Env,
 		Labels:     labels,
 		User:       strconv.FormatUint(uint64(st.Uid), 10) + ":" + strconv.FormatUint(uint64(st.Gid), 10),
 		WorkingDir: WorkspaceTarget,

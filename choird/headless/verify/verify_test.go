@@ -1,6 +1,8 @@
 package verify
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +19,7 @@ import (
 	"choir/internal/config"
 	"choir/internal/docker"
 	"choir/testkit/dockertest"
+	"choir/testkit/imagetest"
 )
 
 func TestMain(m *testing.M) { dockertest.Main(m) }
@@ -359,4 +362,61 @@ func TestCancelledContextRemovesTheContainer(t *testing.T) {
 		t.Errorf("Run after cancel = %v; want context.Canceled", err)
 	}
 	f.noContainers(t)
+}
+
+// The agent's image (Debian, with choir-agent as its entrypoint) runs the
+// verifier's command, not its entrypoint, with the toolchain it holds.
+func TestAgentImageEntrypointIsBypassed(t *testing.T) {
+	f := setup(t)
+	debian := imagetest.Debian(t, f.c)
+	var ctxTar bytes.Buffer
+	tw := tar.NewWriter(&ctxTar)
+	df := []byte("FROM " + debian + "\nENTRYPOINT [\"/bin/false\", \"entrypoint-ran\"]\n")
+	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
+	tw.Write(df)
+	tw.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	const ref = "choir-test-verify:entrypoint"
+	if _, err := f.c.ImageBuild(ctx, &ctxTar, docker.BuildOptions{Tags: []string{ref}, ForceRemove: true}); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(f.worktree, "test_calc.py"), []byte("assert 1 + 2 == 3\nprint('1 passed, 0 failed')\n"), 0o644)
+	res, err := f.r.Run(ctx, Request{RunID: "r-0000000000f1", Image: ref, Worktree: f.worktree, DiffHash: diffHash,
+		Verifier: Verifier{Name: "py", Timeout: time.Minute, Command: []string{"sh", "-c",
+			`echo "HOME=$HOME GOFLAGS=$GOFLAGS"; exec python3 -B test_calc.py`}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := f.output(t, res)
+	if !res.Report.Passed || strings.Contains(out, "entrypoint-ran") {
+		t.Fatalf("Report = %+v, output %q; want the command run and passed", res.Report, out)
+	}
+	if res.Report.Summary == nil || res.Report.Summary.Passed != 1 {
+		t.Errorf("Summary = %+v; want 1 passed (output %q)", res.Report.Summary, out)
+	}
+	if !strings.Contains(out, "HOME=/tmp GOFLAGS=-buildvcs=false") {
+		t.Errorf("verifier environment: %q", out)
+	}
+}
+
+// BenchmarkVerifierTrue is the fixed cost of one verifier: a container
+// created, started, waited for, its output and report and attestation
+// stored, and removed.
+func BenchmarkVerifierTrue(b *testing.B) {
+	c := dockertest.Engine(b)
+	dockertest.BusyboxImage(b, c, testImage)
+	store, err := objects.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := &Runner{Docker: c, Objects: store, Instance: "verify-bench", Labels: dockertest.Labels(b, c)}
+	req := Request{RunID: "r-0000000000b1", Image: testImage, Worktree: b.TempDir(), DiffHash: diffHash,
+		Verifier: Verifier{Name: "true", Command: []string{"true"}, Timeout: time.Minute}}
+	for b.Loop() {
+		res, err := r.Run(context.Background(), req)
+		if err != nil || !res.Report.Passed {
+			b.Fatalf("Run = %+v, %v", res.Report, err)
+		}
+	}
 }

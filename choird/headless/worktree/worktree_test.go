@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -518,5 +520,46 @@ func TestSweepRemovesRunsThatAreGone(t *testing.T) {
 	branches := gitT(t, repo, "branch", "--list", "choir/*")
 	if strings.Contains(branches, dead.RunID) || !strings.Contains(branches, conflicted.RunID) || !strings.Contains(branches, live.RunID) {
 		t.Errorf("branches after Sweep:\n%s", branches)
+	}
+}
+
+// BenchmarkRunWorktree is a run's git cost outside the model: a worktree
+// created, one file changed, diffed, committed and fast-forwarded, and
+// the worktree discarded.
+func BenchmarkRunWorktree(b *testing.B) {
+	ctx := context.Background()
+	base := b.TempDir()
+	repo := filepath.Join(base, "ws")
+	os.MkdirAll(repo, 0o755)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"commit", "-q", "--allow-empty", "-m", "init"}} {
+		c := exec.Command("git", args...)
+		c.Dir = repo
+		c.Env = append(gitEnv(nil), "GIT_AUTHOR_NAME=u", "GIT_AUTHOR_EMAIL=u@x", "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@x")
+		if out, err := c.CombinedOutput(); err != nil {
+			b.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	m, err := New(filepath.Join(base, "worktrees"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	i := 0
+	for b.Loop() {
+		i++
+		w, err := m.Create(ctx, repo, fmt.Sprintf("r-%012x", i), "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(w.Dir, "f.txt"), []byte(strconv.Itoa(i)), 0o644)
+		p, err := w.Diff(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Commit(ctx, approve(w, p), "bench", agent); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.Discard(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
