@@ -185,15 +185,10 @@ func (d *Director) CommitCheck(ctx context.Context, runID string) (CommitCheck, 
 	if err != nil {
 		return CommitCheck{}, err
 	}
-	it, err := d.store.WorkItem(ctx, r.WorkItem)
+	c, err := d.check(ctx, r)
 	if err != nil {
-		return CommitCheck{}, fmt.Errorf("run %s: work item %s: %w", runID, r.WorkItem, err)
+		return CommitCheck{}, err
 	}
-	rs, err := d.store.Receipts(ctx, runID, 0)
-	if err != nil {
-		return CommitCheck{}, fmt.Errorf("run %s: receipts: %w", runID, err)
-	}
-	c := CheckCommit(it, rs)
 	if r.Status != RunAwaitingApproval {
 		c.Ready = false
 		c.Missing = append(c.Missing, fmt.Sprintf("the run is %s, not awaiting_approval", r.Status))
@@ -213,13 +208,6 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 		return Receipt{}, false, err
 	}
 	body := CommitDecisionBody{Approved: approve, By: by, Reason: reason}
-	var check CommitCheck
-	if approve {
-		var err error
-		if check, err = d.CommitCheck(ctx, runID); err != nil {
-			return Receipt{}, false, err
-		}
-	}
 	return d.append(ctx, step{what: "decide the commit", runID: runID, kind: KindCommitDecision, body: body, key: key,
 		allow: func(r Run) (RunStatus, WorkStatus, error) {
 			if err := in(r, "decide the commit", RunAwaitingApproval); err != nil {
@@ -227,6 +215,12 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 			}
 			if !approve {
 				return RunRunning, "", nil
+			}
+			// Checked under the Director's lock, on the receipts as they
+			// are now: no attestation can slip in between.
+			check, err := d.check(ctx, r)
+			if err != nil {
+				return "", "", err
 			}
 			if !check.Ready {
 				return "", "", fmt.Errorf("approve the commit of run %s: %s: %w", runID, strings.Join(check.Missing, "; "), ErrConflict)
@@ -236,6 +230,19 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 			}
 			return "", "", nil
 		}})
+}
+
+// check is CheckCommit on a run's work item and receipts as stored.
+func (d *Director) check(ctx context.Context, r Run) (CommitCheck, error) {
+	it, err := d.store.WorkItem(ctx, r.WorkItem)
+	if err != nil {
+		return CommitCheck{}, fmt.Errorf("run %s: work item %s: %w", r.ID, r.WorkItem, err)
+	}
+	rs, err := d.store.Receipts(ctx, r.ID, 0)
+	if err != nil {
+		return CommitCheck{}, fmt.Errorf("run %s: receipts: %w", r.ID, err)
+	}
+	return CheckCommit(it, rs), nil
 }
 
 // RecordCommit records what reached the branch (CommitReceipt): the run
@@ -270,6 +277,15 @@ func (d *Director) RecordCommit(ctx context.Context, runID, commit, key string) 
 			}
 			if decision == "" {
 				return "", "", fmt.Errorf("record the commit of run %s: its latest commit request has no approval: %w (decide it first)", runID, ErrConflict)
+			}
+			// The body was built from the receipts read before the lock:
+			// refuse if one was appended since.
+			now, err := d.store.Receipts(ctx, runID, 0)
+			if err != nil {
+				return "", "", err
+			}
+			if len(now) != len(rs) {
+				return "", "", fmt.Errorf("record the commit of run %s: its receipts changed meanwhile: %w (try again)", runID, ErrConflict)
 			}
 			return RunCommitted, WorkDone, nil
 		}})

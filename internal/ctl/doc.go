@@ -54,6 +54,7 @@
 //	POST /v1/agents/<id>/model    ModelChoice → ModelChoice (until restart)
 //	GET  /v1/workspaces           → []Workspace with lease holders
 //	POST /v1/workspaces/<n>/reset → ResetResult (stops the holder first)
+//	headless runs (work items, runs, receipts, the AHDB state): headless.go
 //
 // Errors are {"error":{"code","message"}} with a fitting HTTP status, the
 // same shape as the agent protocol's. The socket's file mode is the
