@@ -127,7 +127,7 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	r.lastHeartbeat = now
 	r.configVersion = req.ConfigVersion
 	r.mu.Unlock()
-	got, err := m.replicate(ctx, r, req, Liveness{SessionID: r.SessionID, At: now, ConfigVersion: req.ConfigVersion})
+	got, err := m.replicate(ctx, r, req, now)
 	if err != nil {
 		return rpc.HeartbeatResp{}, err
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -167,6 +168,8 @@ func benchIdle(b *testing.B, rig *heartbeatRig) {
 		}
 	}
 	agent(50) // warm up: connections, statement cache
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
 	db0 := nodeChildrenCPU()
 	cpu0 := selfCPU()
 	b.ResetTimer()
@@ -174,7 +177,10 @@ func benchIdle(b *testing.B, rig *heartbeatRig) {
 	b.StopTimer()
 	cpu := selfCPU() - cpu0
 	db := nodeChildrenCPU() - db0
+	runtime.ReadMemStats(&ms1)
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "choird-cpu-µs/op")
+	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(b.N), "choird-allocs/op")
+	b.ReportMetric(float64(ms1.TotalAlloc-ms0.TotalAlloc)/float64(b.N), "choird-B/op")
 	if db0 > 0 {
 		b.ReportMetric(float64(db.Microseconds())/float64(b.N), "db-cpu-µs/op")
 	}

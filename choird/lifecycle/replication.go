@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	"choir/internal/ctl"
 	"choir/internal/rpc"
@@ -75,7 +76,7 @@ func checkBatch(req rpc.HeartbeatReq) error {
 // them. Nothing of a refused heartbeat is stored; each refusal is logged
 // with its reason and counted in agent status (and the failed heartbeat
 // shows the session degraded, see noteHeartbeat).
-func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq, beat Liveness) (Replicated, error) {
+func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq, now time.Time) (Replicated, error) {
 	if err := checkBatch(req); err != nil {
 		m.refused(r, err.Error())
 		return Replicated{}, rpc.Errorf(http.StatusBadRequest, rpc.CodeBadRequest, "heartbeat: %v", err)
@@ -88,7 +89,8 @@ func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq, b
 	if string(summary) == "null" {
 		summary = nil
 	}
-	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev, Summary: summary, Beat: &beat})
+	beat := &Liveness{SessionID: r.SessionID, At: now, ConfigVersion: req.ConfigVersion}
+	got, err := m.Store.Replicate(ctx, r.SessionID, Replication{Events: req.Patches, Snapshot: req.Snapshot, SnapshotRev: req.SnapshotRev, Summary: summary, Beat: beat})
 	var refused *ReplicationRefused
 	switch {
 	case errors.As(err, &refused):
