@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 )
 
@@ -177,7 +178,13 @@ func (w *Worktree) fastForward(ctx context.Context, commit string) error {
 		}
 		return nil
 	}
-	wc := cmd{dir: checkout}
+	// Only the working copy beside the git directory is fast-forwarded, and
+	// git is told where it is rather than reading core.worktree from a
+	// config an agent may have written.
+	if !samePath(checkout, filepath.Dir(w.Repo)) {
+		return conflict(head, fmt.Sprintf("it is checked out in %s, a working copy choird does not update", checkout))
+	}
+	wc := cmd{dir: checkout, gitDir: w.Repo, work: checkout}
 	status, err := wc.run(ctx, "status", "--porcelain", "--untracked-files=no", "--ignore-submodules=dirty")
 	if err != nil {
 		return fmt.Errorf("commit run %s: check the working copy %s: %w", w.RunID, checkout, err)
@@ -290,4 +297,11 @@ func isCommitID(s string) bool {
 		}
 	}
 	return true
+}
+
+// samePath reports whether a and b name the same directory.
+func samePath(a, b string) bool {
+	ra, err1 := filepath.EvalSymlinks(a)
+	rb, err2 := filepath.EvalSymlinks(b)
+	return err1 == nil && err2 == nil && ra == rb
 }

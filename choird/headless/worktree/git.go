@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -89,6 +90,13 @@ func (c cmd) bytes(ctx context.Context, args ...string) ([]byte, error) {
 	for _, kv := range safeConfig {
 		full = append(full, "-c", kv)
 	}
+	if len(args) > 0 && runsDrivers[args[0]] {
+		over, err := c.driverOverrides(ctx)
+		if err != nil {
+			return nil, err
+		}
+		full = append(full, over...)
+	}
 	if c.gitDir != "" {
 		full = append(full, "--git-dir="+c.gitDir)
 	}
@@ -146,4 +154,49 @@ func exitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
+}
+
+// runsDrivers are the commands that may run a filter, diff or merge driver
+// named in the repository's config (checkout, add, diff, status, merge).
+var runsDrivers = map[string]bool{"worktree": true, "add": true, "diff": true, "status": true, "merge": true}
+
+// driverVars are the config variables of those drivers that name a program.
+var driverVars = map[string]bool{"clean": true, "smudge": true, "process": true, "command": true, "textconv": true, "driver": true}
+
+var driverKey = regexp.MustCompile(`^(filter|diff|merge)\.[A-Za-z0-9_.-]+\.[a-z]+$`)
+
+// driverOverrides returns -c arguments emptying every filter, diff and
+// merge driver the repository's config defines. An agent of an interactive
+// session can write the workspace's .git/config; choird's git on the host
+// must not run what it put there. (Empty commands make git skip the
+// driver; git-lfs and other filters are therefore not applied to runs.)
+// Asked right before each command that could run one.
+func (c cmd) driverOverrides(ctx context.Context) ([]string, error) {
+	q := c
+	q.max = 1 << 20
+	out, err := q.run(ctx, "config", "--get-regexp", `^(filter|diff|merge)\.`)
+	if err != nil {
+		if exitCode(err) == 1 {
+			return nil, nil // none defined
+		}
+		return nil, err
+	}
+	var over []string
+	for _, line := range strings.Split(out, "\n") {
+		key, _, _ := strings.Cut(line, " ")
+		if key == "" {
+			continue
+		}
+		if !driverKey.MatchString(key) {
+			return nil, fmt.Errorf("the repository's config defines %q, a driver whose name choird cannot neutralise: remove it from %s/config to run headless runs there", key, c.gitDir)
+		}
+		name := key[strings.LastIndexByte(key, '.')+1:]
+		switch {
+		case driverVars[name]:
+			over = append(over, "-c", key+"=")
+		case strings.HasPrefix(key, "filter.") && name == "required":
+			over = append(over, "-c", key+"=false")
+		}
+	}
+	return over, nil
 }

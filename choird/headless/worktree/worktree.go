@@ -196,6 +196,23 @@ func readGitFile(dir string) (string, error) {
 	return s, nil
 }
 
+// Chown gives the worktree's files to uid:gid (the workspace's owner), so
+// that the agent's tools and the verifiers, which run as that user, can
+// write and read them. Symbolic links are changed themselves, never
+// followed. choird's own git commands do not depend on the owner.
+func (w *Worktree) Chown(uid, gid int) error {
+	err := filepath.WalkDir(w.Dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, uid, gid)
+	})
+	if err != nil {
+		return fmt.Errorf("give the worktree of run %s to %d:%d: %w", w.RunID, uid, gid, err)
+	}
+	return nil
+}
+
 // Patch is what a run changed: the worktree (tracked and untracked files,
 // less what .gitignore ignores) against the run's base.
 type Patch struct {
