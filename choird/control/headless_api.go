@@ -155,7 +155,13 @@ func (p *Plane) registerHeadlessRoutes(mux *http.ServeMux) {
 	})
 	handle("GET", "/work_items", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
 		q := r.URL.Query()
-		return d.WorkItems(r.Context(), headless.WorkFilter{Agent: q.Get("agent"), Status: headless.WorkStatus(q.Get("status"))})
+		status := headless.WorkStatus(q.Get("status"))
+		switch status {
+		case "", headless.WorkOpen, headless.WorkReady, headless.WorkRunning, headless.WorkDone, headless.WorkSplit, headless.WorkCancelled, headless.WorkBlocked:
+		default:
+			return nil, ctl.Errorf(http.StatusBadRequest, "bad_request", "work_items ?status=%q: want open, ready, running, done, split, cancelled or blocked", status)
+		}
+		return d.WorkItems(r.Context(), headless.WorkFilter{Agent: q.Get("agent"), Status: status})
 	})
 	handle("GET", "/work_item/{id}", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
 		id := r.PathValue("id")

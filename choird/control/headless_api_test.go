@@ -210,6 +210,7 @@ func TestHeadlessEndpointsRefuse(t *testing.T) {
 		{"bad patch", "POST", "/run/" + run + "/commit_request", `{"summary":"s","patch":"../x"}`, 400, "SHA-256"},
 		{"bad artifact", "POST", "/run/" + run + "/verify", `{"verifier":"go-test","passed":true,"artifacts":["x"]}`, 400, "artifacts[0]"},
 		{"bad key", "POST", "/run/" + run + "/verify", `{"verifier":"go-test","passed":true,"idempotency_key":"a b"}`, 400, "idempotency key"},
+		{"bad status filter", "GET", "/work_items?status=sleeping", ``, 400, "status"},
 		{"wrong method", "GET", "/run", ``, 404, "no admin endpoint GET /run"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
