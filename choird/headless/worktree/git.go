@@ -35,7 +35,12 @@ func (e *GitError) Unwrap() error { return e.Err }
 // were written by an agent, so nothing in them may make git run a program:
 // no hooks, no fsmonitor, no external diff or text conversion, no pager,
 // no signing (which would need the user's key), no submodule recursion.
+// The workspace is usually owned by another user than choird's: instead of
+// git's ownership check (safe.directory), which would refuse it, what in
+// its config could run a program is overridden here and in
+// driverOverrides.
 var safeConfig = []string{
+	"safe.directory=*",
 	"core.hooksPath=/dev/null",
 	"core.fsmonitor=false",
 	"core.pager=cat",
@@ -90,7 +95,7 @@ func (c cmd) bytes(ctx context.Context, args ...string) ([]byte, error) {
 	for _, kv := range safeConfig {
 		full = append(full, "-c", kv)
 	}
-	if len(args) > 0 && runsDrivers[args[0]] {
+	if len(args) > 0 && args[0] != "config" {
 		over, err := c.driverOverrides(ctx)
 		if err != nil {
 			return nil, err
@@ -156,10 +161,6 @@ func exitCode(err error) int {
 	return -1
 }
 
-// runsDrivers are the commands that may run a filter, diff or merge driver
-// named in the repository's config (checkout, add, diff, status, merge).
-var runsDrivers = map[string]bool{"worktree": true, "add": true, "diff": true, "status": true, "merge": true}
-
 // driverVars are the config variables of those drivers that name a program.
 var driverVars = map[string]bool{"clean": true, "smudge": true, "process": true, "command": true, "textconv": true, "driver": true}
 
@@ -170,7 +171,8 @@ var driverKey = regexp.MustCompile(`^(filter|diff|merge)\.[A-Za-z0-9_.-]+\.[a-z]
 // session can write the workspace's .git/config; choird's git on the host
 // must not run what it put there. (Empty commands make git skip the
 // driver; git-lfs and other filters are therefore not applied to runs.)
-// Asked right before each command that could run one.
+// Asked right before every command: more commands than one would think
+// may run a filter (write-tree re-reads racily clean files through them).
 func (c cmd) driverOverrides(ctx context.Context) ([]string, error) {
 	q := c
 	q.max = 1 << 20

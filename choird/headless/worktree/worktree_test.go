@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -655,5 +656,27 @@ func TestWorkspaceConfigCannotRunPrograms(t *testing.T) {
 	}
 	if _, err := os.Stat(marker); err == nil {
 		t.Fatal("a driver from the workspace's config ran")
+	}
+}
+
+// The workspace belongs to its user, not to choird's user.
+func TestWorkspaceOwnedByAnotherUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can give files away")
+	}
+	ctx := context.Background()
+	repo, m := newRepo(t)
+	filepath.WalkDir(repo, func(p string, d fs.DirEntry, err error) error { return os.Lchown(p, 65534, 65534) })
+	w, err := m.Create(ctx, repo, "r-0000000000e1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Dir, "calc.go"), "package calc // fixed\n")
+	p, err := w.Diff(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, approve(w, p), "fix", agent); err != nil {
+		t.Fatal(err)
 	}
 }
