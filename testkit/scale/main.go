@@ -28,7 +28,7 @@
 // It removes everything it started (agents, containers, the images it
 // built, choird, PGlite, the engine if it started one, its temp
 // directory), also on SIGINT or SIGTERM; a second signal skips the
-// graceful agent stops and removes their containers at once.
+// graceful stop of choird and removes the containers at once.
 package main
 
 import (
@@ -53,7 +53,7 @@ func main() {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "scale: interrupted: cleaning up (a second signal skips the graceful agent stops)")
+		fmt.Fprintln(os.Stderr, "scale: interrupted: cleaning up (a second signal kills choird instead of waiting for its graceful stop)")
 		cancel()
 		<-sigs
 		close(force)
@@ -120,7 +120,7 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 		return errUsage
 	}
 	o.ns = ns
-	o.chat1, o.chat10, o.settle = 20, 5, 2*o.heartbeat
+	o.chat1, o.chat10, o.settle = 20, 5, 4*o.heartbeat
 	if *quick {
 		o.idle, o.chat1, o.chat10, o.settle = 5*time.Second, 5, 2, o.heartbeat
 	}
@@ -131,7 +131,10 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	o.dbURL = os.Getenv("CHOIR_DATABASE_URL")
 	b := &bench{options: o, force: force}
 	defer b.teardown()
-	return b.run(ctx)
+	if err := b.run(ctx); ctx.Err() == nil {
+		return err
+	}
+	return ctx.Err() // interrupted: a clean stop, not a failure
 }
 
 // parseNs reads the -ns list and -n: positive, distinct, ascending.

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"sync"
@@ -15,39 +14,31 @@ import (
 	"choir/internal/docker"
 )
 
-// teardown stops and removes everything the benchmark started: the agents
-// (graceful stops through choird, unless a second signal came), choird,
-// any container of this home left behind, the images built for its
-// agents, the servers, PGlite, the engine if it started one, and the
-// scratch directory. Every step runs even when an earlier one failed.
+// teardown stops and removes everything the benchmark started: choird
+// (which stops its agents gracefully, all at once; a second signal or
+// choirdStopWait kills it instead), any container of this home left
+// behind, the images built for its agents, the servers, PGlite, the engine
+// if it started one, and the scratch directory. Every step runs even when
+// an earlier one failed.
 func (b *bench) teardown() {
 	if b.work == "" {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	go func() {
-		select {
-		case <-b.force:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	if b.choird != nil && b.choirdDone != nil {
-		if len(b.agents) > 0 {
-			b.say("stopping %d agent(s)", len(b.agents))
-		}
-		b.stopAgents(ctx)
+		b.say("stopping choird and its %d agent(s)", len(b.agents))
 		b.choird.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-b.choirdDone:
-		case <-time.After(90 * time.Second):
+		case <-b.force:
+			b.choird.Process.Kill()
+			<-b.choirdDone
+		case <-time.After(choirdStopWait):
+			fmt.Fprintf(b.stderr, "scale: choird did not stop within %v: killing it\n", choirdStopWait)
 			b.choird.Process.Kill()
 			<-b.choirdDone
 		}
 	}
-	// A fresh context: a forced stop still removes containers and images.
-	rctx, rcancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer rcancel()
 	if b.dc != nil {
 		b.removeContainers(rctx)
@@ -73,30 +64,8 @@ func (b *bench) teardown() {
 	b.say("stopped; everything the benchmark started is gone")
 }
 
-// stopAgents stops the started agents through choird, eight at a time.
-func (b *bench) stopAgents(ctx context.Context) {
-	ids := make(chan string)
-	var wg sync.WaitGroup
-	for w := 0; w < 8; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for id := range ids {
-				if ctx.Err() != nil {
-					continue
-				}
-				if err := b.ctl(ctx, nil, io.Discard, "agent", "stop", id); err != nil && ctx.Err() == nil {
-					fmt.Fprintf(b.stderr, "scale: %v\n", err)
-				}
-			}
-		}()
-	}
-	for _, a := range b.agents {
-		ids <- a.id
-	}
-	close(ids)
-	wg.Wait()
-}
+// choirdStopWait bounds choird's graceful stop of all its agents at once.
+const choirdStopWait = 3 * time.Minute
 
 // instanceLabel is the label choird gives the containers of the home it
 // runs on (the first 6 bytes of the SHA-256 of the home path, in hex).
@@ -115,11 +84,24 @@ func (b *bench) removeContainers(ctx context.Context) {
 	if len(cs) > 0 {
 		b.say("removing %d container(s) left", len(cs))
 	}
-	for _, c := range cs {
-		if err := b.dc.ContainerRemove(ctx, c.ID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
-			fmt.Fprintf(b.stderr, "scale: remove container %s: %v\n", c.ID[:12], err)
-		}
+	ids := make(chan string)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				if err := b.dc.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
+					fmt.Fprintf(b.stderr, "scale: remove container %s: %v\n", id[:12], err)
+				}
+			}
+		}()
 	}
+	for _, c := range cs {
+		ids <- c.ID
+	}
+	close(ids)
+	wg.Wait()
 }
 
 // removeImages removes the agent images built for this benchmark's agents
@@ -136,13 +118,14 @@ func (b *bench) removeImages(ctx context.Context) {
 		fmt.Fprintf(b.stderr, "scale: list images: %v\n", err)
 		return
 	}
-	// Agent images first: the base cannot go while they stand on it.
-	var refs []string
+	// Agent images first, eight at a time: the base cannot go while they
+	// stand on it.
+	var agentRefs, baseRefs []string
 	var baseID string
 	for _, img := range imgs {
 		for _, tag := range img.RepoTags {
 			if i := strings.LastIndexByte(tag, ':'); i > 0 && mine[tag[:i]] {
-				refs = append(refs, tag)
+				agentRefs = append(agentRefs, tag)
 			}
 			if b.baseImage != "" && tag == b.baseImage {
 				baseID = img.ID
@@ -150,18 +133,37 @@ func (b *bench) removeImages(ctx context.Context) {
 		}
 	}
 	if baseID != "" {
-		refs = append(refs, b.baseImage)
-	}
-	for _, img := range imgs {
-		for _, tag := range img.RepoTags {
-			if tag == "choir-base:latest" && baseID != "" && img.ID == baseID {
-				refs = append(refs, tag)
+		baseRefs = append(baseRefs, b.baseImage)
+		for _, img := range imgs {
+			for _, tag := range img.RepoTags {
+				if tag == "choir-base:latest" && img.ID == baseID {
+					baseRefs = append(baseRefs, tag)
+				}
 			}
 		}
 	}
-	for _, ref := range refs {
+	remove := func(ref string) {
 		if _, err := b.dc.ImageRemove(ctx, ref, docker.ImageRemoveOptions{}); err != nil && !docker.IsNotFound(err) {
 			fmt.Fprintf(b.stderr, "scale: remove image %s: %v\n", ref, err)
 		}
+	}
+	refs := make(chan string)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ref := range refs {
+				remove(ref)
+			}
+		}()
+	}
+	for _, ref := range agentRefs {
+		refs <- ref
+	}
+	close(refs)
+	wg.Wait()
+	for _, ref := range baseRefs {
+		remove(ref)
 	}
 }
