@@ -236,7 +236,7 @@ func (p *Plane) registerHeadlessRoutes(mux *http.ServeMux) {
 			return nil, err
 		}
 		a := headless.Attestation{Verifier: req.Verifier, Passed: req.Passed, Summary: req.Summary,
-			Signature: req.Signature, Artifacts: req.Artifacts, Supports: req.Supports}
+			Signature: req.Signature, Patch: req.Patch, Artifacts: req.Artifacts, Supports: req.Supports}
 		return appended(d.Attest(r.Context(), r.PathValue("id"), a, req.IdempotencyKey))
 	})
 	handle("POST", "/run/{id}/commit_request", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {

@@ -14,15 +14,26 @@ type CommitCheck struct {
 	Passing    []string `json:"passing,omitempty"`     // verifiers whose latest attestation passed
 	Evidence   []string `json:"evidence,omitempty"`    // those attestations' receipts
 	Request    string   `json:"request,omitempty"`     // the latest CommitRequest receipt
+	Patch      string   `json:"patch,omitempty"`       // the patch it asks to commit
 }
 
 // CheckCommit decides whether a run's work may be committed, from its work
 // item and its receipts alone: there is a commit request, and every
 // verifier the work item requires (at least one verifier when it names
 // none) has its latest attestation passing, made after the latest
-// PatchReceipt (a changed patch must be verified again).
+// PatchReceipt (a changed patch must be verified again) and not naming
+// another patch than the request's.
 func CheckCommit(item WorkItem, rs []Receipt) CommitCheck {
 	var c CommitCheck
+	// The patch asked for: attestations of another patch do not count.
+	for _, rec := range rs {
+		if rec.Kind == KindCommitRequest {
+			var req CommitRequest
+			if json.Unmarshal(rec.Body, &req) == nil {
+				c.Request, c.Patch = rec.Ref(), req.Patch
+			}
+		}
+	}
 	latest := map[string]Receipt{} // verifier → its latest attestation
 	passed := map[string]bool{}
 	var order []string
@@ -30,11 +41,12 @@ func CheckCommit(item WorkItem, rs []Receipt) CommitCheck {
 		switch rec.Kind {
 		case KindPatchReceipt:
 			latest, passed, order = map[string]Receipt{}, map[string]bool{}, nil
-		case KindCommitRequest:
-			c.Request = rec.Ref()
 		case KindVerifierResults:
 			var a Attestation
 			if json.Unmarshal(rec.Body, &a) != nil || a.Verifier == "" {
+				continue
+			}
+			if a.Patch != "" && c.Patch != "" && a.Patch != c.Patch {
 				continue
 			}
 			if _, seen := latest[a.Verifier]; !seen {

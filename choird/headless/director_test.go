@@ -465,3 +465,29 @@ func TestPatchAfterVerifyNeedsVerifyingAgain(t *testing.T) {
 		}
 	}
 }
+
+// An attestation of another patch than the one asked to commit does not
+// count, and the decision names the patch it approved.
+func TestAttestationOfAnotherPatchDoesNotCount(t *testing.T) {
+	d, ctx := newDirector(t)
+	r := mustRun(t, d, mustItem(t, d, NewWorkItem{Verifiers: []string{"go-test"}}).ID)
+	other := strings.Repeat("c", 64)
+	d.MarkRunning(ctx, r.ID, base, "/wt/1", "")
+	d.Attest(ctx, r.ID, Attestation{Verifier: "go-test", Passed: true, Patch: other}, "")
+	d.RequestCommit(ctx, r.ID, CommitRequest{Summary: "x", Patch: patchID}, "")
+	if c, _ := d.CommitCheck(ctx, r.ID); c.Ready || c.Patch != patchID {
+		t.Fatalf("CommitCheck() with only another patch verified = %+v; want not ready", c)
+	}
+	if _, _, err := d.Attest(ctx, r.ID, Attestation{Verifier: "go-test", Passed: true, Patch: "nothex"}, ""); !errors.Is(err, ErrInvalidInput) {
+		t.Errorf("Attest(bad patch) = %v; want refused", err)
+	}
+	d.Attest(ctx, r.ID, Attestation{Verifier: "go-test", Passed: true, Patch: patchID}, "")
+	rec, _, err := d.DecideCommit(ctx, r.ID, true, PolicyDecider, "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b CommitDecisionBody
+	if json.Unmarshal(rec.Body, &b); !b.Approved || b.Patch != patchID || b.By != PolicyDecider {
+		t.Errorf("CommitDecision body = %s; want approved for %s by policy", rec.Body, patchID)
+	}
+}

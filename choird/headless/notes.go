@@ -139,6 +139,7 @@ type Attestation struct {
 	Passed    bool     `json:"passed"`
 	Summary   string   `json:"summary,omitempty"`
 	Signature string   `json:"signature,omitempty"` // a failure's signature, for repeated-failure detection
+	Patch     string   `json:"patch,omitempty"`     // SHA-256 of the diff it verified (worktree.Patch.Hash), when known
 	Artifacts []string `json:"artifacts,omitempty"` // SHA-256 of raw logs in the object store
 	Supports  []string `json:"supports,omitempty"`  // notes it confirms (passed) or refutes (failed)
 }
@@ -153,6 +154,11 @@ func (a *Attestation) Check() error {
 	}
 	if err := text("signature", a.Signature, false, 200); err != nil {
 		return err
+	}
+	if a.Patch != "" {
+		if err := checkSHA256("patch", a.Patch); err != nil {
+			return err
+		}
 	}
 	if err := list("artifacts", a.Artifacts, MaxListItems, checkSHA256); err != nil {
 		return err
@@ -185,6 +191,7 @@ type (
 	// CommitDecisionBody: the director's (or a human's) decision.
 	CommitDecisionBody struct {
 		Approved bool     `json:"approved"`
+		Patch    string   `json:"patch,omitempty"` // the patch of the request decided
 		By       string   `json:"by"`
 		Reason   string   `json:"reason,omitempty"`
 		Missing  []string `json:"missing,omitempty"` // what the policy found missing

@@ -207,10 +207,22 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 	if err := text("reason", reason, false, MaxReason); err != nil {
 		return Receipt{}, false, err
 	}
-	body := CommitDecisionBody{Approved: approve, By: by, Reason: reason}
+	// The body names the patch of the latest request: read it first, and
+	// refuse below if a receipt was appended since.
+	if _, err := d.Run(ctx, runID); err != nil {
+		return Receipt{}, false, err
+	}
+	rs, err := d.store.Receipts(ctx, runID, 0)
+	if err != nil {
+		return Receipt{}, false, err
+	}
+	body := CommitDecisionBody{Approved: approve, Patch: CheckCommit(WorkItem{}, rs).Patch, By: by, Reason: reason}
 	return d.append(ctx, step{what: "decide the commit", runID: runID, kind: KindCommitDecision, body: body, key: key,
 		allow: func(r Run) (RunStatus, WorkStatus, error) {
 			if err := in(r, "decide the commit", RunAwaitingApproval); err != nil {
+				return "", "", err
+			}
+			if err := d.unchanged(ctx, runID, len(rs), "decide the commit"); err != nil {
 				return "", "", err
 			}
 			if !approve {
@@ -230,6 +242,19 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 			}
 			return "", "", nil
 		}})
+}
+
+// unchanged refuses when a run has other than n receipts: a body built
+// from them before the Director's lock would be stale.
+func (d *Director) unchanged(ctx context.Context, runID string, n int, what string) error {
+	now, err := d.store.Receipts(ctx, runID, 0)
+	if err != nil {
+		return err
+	}
+	if len(now) != n {
+		return fmt.Errorf("%s of run %s: its receipts changed meanwhile: %w (try again)", what, runID, ErrConflict)
+	}
+	return nil
 }
 
 // check is CheckCommit on a run's work item and receipts as stored.
@@ -278,14 +303,9 @@ func (d *Director) RecordCommit(ctx context.Context, runID, commit, key string) 
 			if decision == "" {
 				return "", "", fmt.Errorf("record the commit of run %s: its latest commit request has no approval: %w (decide it first)", runID, ErrConflict)
 			}
-			// The body was built from the receipts read before the lock:
-			// refuse if one was appended since.
-			now, err := d.store.Receipts(ctx, runID, 0)
-			if err != nil {
+			// The body was built from the receipts read before the lock.
+			if err := d.unchanged(ctx, runID, len(rs), "record the commit"); err != nil {
 				return "", "", err
-			}
-			if len(now) != len(rs) {
-				return "", "", fmt.Errorf("record the commit of run %s: its receipts changed meanwhile: %w (try again)", runID, ErrConflict)
 			}
 			return RunCommitted, WorkDone, nil
 		}})

@@ -127,6 +127,7 @@ type CommitCheck struct {
 	Passing    []string `json:"passing,omitempty"`
 	Evidence   []string `json:"evidence,omitempty"`
 	Request    string   `json:"request,omitempty"`
+	Patch      string   `json:"patch,omitempty"`
 }
 
 // RunDetail is one run with its receipt count and commit check.
@@ -182,6 +183,7 @@ type AttestationRequest struct {
 	Passed         bool     `json:"passed"`
 	Summary        string   `json:"summary,omitempty"`
 	Signature      string   `json:"signature,omitempty"`
+	Patch          string   `json:"patch,omitempty"` // SHA-256 of the diff it verified
 	Artifacts      []string `json:"artifacts,omitempty"`
 	Supports       []string `json:"supports,omitempty"`
 	IdempotencyKey string   `json:"idempotency_key,omitempty"`
