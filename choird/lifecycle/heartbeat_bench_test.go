@@ -121,7 +121,8 @@ const envHeartbeatAgent = "CHOIR_TEST_HEARTBEAT_AGENT"
 
 // TestIdleHeartbeatAgent is the agent process of BenchmarkIdleHeartbeat
 // (it runs only when the benchmark starts it): it sends count idle
-// heartbeats, one after the other, on one client, as agent/session does.
+// heartbeats from clients clients (each its own connection, as each agent
+// has its own), each one after the other, every every (0: back to back).
 func TestIdleHeartbeatAgent(t *testing.T) {
 	spec := os.Getenv(envHeartbeatAgent)
 	if spec == "" {
@@ -129,14 +130,33 @@ func TestIdleHeartbeatAgent(t *testing.T) {
 	}
 	f := strings.Split(spec, ",")
 	n, _ := strconv.Atoi(f[3])
-	c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: f[0], SessionID: f[1], LeaseToken: f[2]})
-	if err != nil {
-		t.Fatal(err)
+	clients, _ := strconv.Atoi(f[4])
+	every, _ := time.ParseDuration(f[5])
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: f[0], SessionID: f[1], LeaseToken: f[2]})
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer c.Close()
+			if every > 0 { // spread the clients over the interval
+				time.Sleep(every * time.Duration(i) / time.Duration(clients))
+			}
+			ctx := context.Background()
+			for j := i; j < n; j += clients {
+				if _, err := c.Heartbeat(ctx, rpc.HeartbeatReq{ConfigVersion: 1, Timestamp: time.Now().UTC()}); err != nil {
+					errs <- err
+					return
+				}
+				time.Sleep(every)
+			}
+			errs <- nil
+		}()
 	}
-	defer c.Close()
-	ctx := context.Background()
-	for range n {
-		if _, err := c.Heartbeat(ctx, rpc.HeartbeatReq{ConfigVersion: 1, Timestamp: time.Now().UTC()}); err != nil {
+	for range clients {
+		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -151,23 +171,27 @@ func TestIdleHeartbeatAgent(t *testing.T) {
 //
 //	go test -run '^$' -bench IdleHeartbeat -benchtime 2000x ./choird/lifecycle/
 func BenchmarkIdleHeartbeat(b *testing.B) {
-	b.Run("choird", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false)) })
+	b.Run("choird", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false), 1, 0) })
 	// The HTTP round trip alone: the same server and socket answering
 	// HEARTBEAT without the lifecycle or the store.
-	b.Run("rpc-only", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, true)) })
+	b.Run("rpc-only", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, true), 1, 0) })
+	// 50 agents' connections, each heartbeating every 100 ms (idle in
+	// between, as agents are between their heartbeats every 5 s): each
+	// heartbeat wakes choird from its poller.
+	b.Run("choird-50-paced", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false), 50, 100*time.Millisecond) })
 }
 
-func benchIdle(b *testing.B, rig *heartbeatRig) {
+func benchIdle(b *testing.B, rig *heartbeatRig, clients int, every time.Duration) {
 	agent := func(n int) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleHeartbeatAgent$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envHeartbeatAgent+"="+strings.Join([]string{rig.sock, "s-hb", rig.token, strconv.Itoa(n)}, ","))
+		cmd.Env = append(os.Environ(), envHeartbeatAgent+"="+strings.Join([]string{rig.sock, "s-hb", rig.token, strconv.Itoa(n), strconv.Itoa(clients), every.String()}, ","))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("agent process: %v\n%s", err, out.String())
 		}
 	}
-	agent(50) // warm up: connections, statement cache
+	agent(clients) // warm up: the statement cache
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	db0 := nodeChildrenCPU()
