@@ -3,12 +3,12 @@ package verify
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"fmt"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"choir/choird/headless/mood"
 )
 
 // Summary is what a verifier's output says about its tests, when it is in
@@ -30,6 +30,30 @@ var (
 	counts    = regexp.MustCompile(`\b(\d+) (passed|failed|skipped)\b`)
 	failingRe = regexp.MustCompile(`(?i)(--- FAIL|^FAIL\b|\bfail(ed|ure|s)?\b|\berror\b|panic:|\bassert)`)
 )
+
+// Brief is a one-line account of the report for a receipt or a DM: the
+// outcome, the exit status, the time and the counts; never the output.
+func (r Report) Brief() string {
+	var b strings.Builder
+	switch {
+	case r.Passed:
+		b.WriteString("passed")
+	case r.TimedOut:
+		fmt.Fprintf(&b, "timed out after %.1fs", float64(r.DurationMS)/1000)
+	default:
+		fmt.Fprintf(&b, "failed (exit %d)", r.ExitCode)
+	}
+	if !r.TimedOut {
+		fmt.Fprintf(&b, " in %.1fs", float64(r.DurationMS)/1000)
+	}
+	if s := r.Summary; s != nil {
+		fmt.Fprintf(&b, "; %s: %d passed, %d failed, %d skipped", s.Format, s.Passed, s.Failed, s.Skipped)
+		if s.PackagesOK+s.PackagesFailed > 0 {
+			fmt.Fprintf(&b, " (packages: %d ok, %d failed)", s.PackagesOK, s.PackagesFailed)
+		}
+	}
+	return b.String()
+}
 
 // summarize reads counts from output, or returns nil.
 func summarize(out []byte) *Summary {
@@ -86,38 +110,18 @@ func summarize(out []byte) *Summary {
 	return nil
 }
 
-var normalisers = []struct {
-	re   *regexp.Regexp
-	with string
-}{
-	{regexp.MustCompile(`\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:?\d\d)?`), "<time>"},
-	{regexp.MustCompile(`\(\d+(\.\d+)?(ns|µs|us|ms|s|m)\)`), "(<d>)"},
-	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s)\b`), "<d>"},
-	{regexp.MustCompile(`0x[0-9a-fA-F]+`), "0x<addr>"},
-	{regexp.MustCompile(`goroutine \d+`), "goroutine <n>"},
-	{regexp.MustCompile(`/tmp/[^\s:'"]*`), "/tmp/<path>"},
-	{regexp.MustCompile(`\s+`), " "},
-}
-
-// normalise takes out of a line what changes from one run to the next
-// without the failure changing: times, durations, addresses, goroutine
-// numbers, temporary paths, spacing.
-func normalise(line string) string {
-	for _, n := range normalisers {
-		line = n.re.ReplaceAllString(line, n.with)
+// failingLines picks from a failed verifier's output the lines that say
+// what failed; when none is recognisable, its exit status and last lines
+// stand for it, and a timeout is just that.
+func failingLines(out []byte, exit int, timedOut bool) []string {
+	if timedOut {
+		return []string{"timeout"}
 	}
-	return strings.TrimSpace(line)
-}
-
-// signature hashes the normalised failing lines of a failed verifier's
-// output (or, when none is recognisable, its last lines and exit status):
-// 16 hex digits, the same for the same failure.
-func signature(verifier string, out []byte, exit int, timedOut bool) string {
 	var failing, all []string
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
-		l := normalise(sc.Text())
+		l := strings.TrimSpace(sc.Text())
 		if l == "" || strings.HasPrefix(l, "[choir: ") {
 			continue
 		}
@@ -126,16 +130,14 @@ func signature(verifier string, out []byte, exit int, timedOut bool) string {
 			failing = append(failing, l)
 		}
 	}
-	var parts []string
-	switch {
-	case timedOut:
-		parts = []string{"timeout"}
-	case len(failing) > 0:
-		slices.Sort(failing)
-		parts = slices.Compact(failing)
-	default:
-		parts = append([]string{"exit " + strconv.Itoa(exit)}, all[max(0, len(all)-5):]...)
+	if len(failing) > 0 {
+		return failing
 	}
-	h := sha256.Sum256([]byte(verifier + "\n" + strings.Join(parts, "\n")))
-	return hex.EncodeToString(h[:8])
+	return append([]string{"exit " + strconv.Itoa(exit)}, all[max(0, len(all)-5):]...)
+}
+
+// signature is the failure signature the anomaly detectors compare
+// (mood.Signature, over the normalised failing lines).
+func signature(verifier string, out []byte, exit int, timedOut bool) string {
+	return mood.Signature(verifier, failingLines(out, exit, timedOut))
 }

@@ -135,9 +135,9 @@ type Report struct {
 	Output      string   `json:"output"`       // object hash of the kept output
 	OutputBytes int64    `json:"output_bytes"` // bytes the verifier wrote
 	Truncated   bool     `json:"truncated,omitempty"`
-	// Signature identifies a failure: the same failing lines (with times,
-	// addresses and temporary paths taken out) give the same signature, so
-	// repeated identical failures can be recognised. "" when passed.
+	// Signature identifies a failure (mood.Signature of the failing lines,
+	// with times, addresses and temporary paths taken out), so that the
+	// anomaly detectors recognise a repeated one. "" when passed.
 	Signature string   `json:"signature,omitempty"`
 	Summary   *Summary `json:"summary,omitempty"`
 }
