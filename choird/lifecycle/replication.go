@@ -67,15 +67,16 @@ func checkBatch(req rpc.HeartbeatReq) error {
 }
 
 // replicate stores a heartbeat's events, snapshot and summary with its
-// liveness (beat) in one transaction and answers with the acknowledged
-// head (a final heartbeat is logged, saying whether it brought a summary);
-// an idle heartbeat is answered from what the run knows the store holds,
-// without the store (liveness.go). Or it refuses: 400 for a heartbeat inconsistent in
-// itself or a summary over its bound, 409 replication_refused (with the head to resend from) for
-// events that do not follow the stored log, 503 when the store cannot take
-// them. Nothing of a refused heartbeat is stored; each refusal is logged
-// with its reason and counted in agent status (and the failed heartbeat
-// shows the session degraded, see noteHeartbeat).
+// liveness in one transaction and answers with the acknowledged head (a
+// final heartbeat is logged, saying whether it brought a summary); an idle
+// heartbeat is answered from what the run knows the store holds, without
+// the store (liveness.go). Or it refuses: 400 for a heartbeat
+// inconsistent in itself or a summary over its bound, 409
+// replication_refused (with the head to resend from) for events that do
+// not follow the stored log, 503 when the store cannot take them. Nothing
+// of a refused heartbeat is stored; each refusal is logged with its reason
+// and counted in agent status (and the failed heartbeat shows the session
+// degraded, see noteHeartbeat).
 func (m *Manager) replicate(ctx context.Context, r *Run, req rpc.HeartbeatReq, now time.Time) (Replicated, error) {
 	if err := checkBatch(req); err != nil {
 		m.refused(r, err.Error())
