@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"choir/choird/headless/objects"
+	"choir/choird/lifecycle"
 	"choir/internal/config"
 	"choir/internal/docker"
 	"choir/testkit/dockertest"
@@ -310,6 +311,11 @@ func TestContainerProfile(t *testing.T) {
 	}
 	if len(cfg.Entrypoint) != 1 || cfg.Entrypoint[0] != "" {
 		t.Errorf("Entrypoint = %q; want the image's cleared", cfg.Entrypoint)
+	}
+	// choird's startup sweep of orphans (lifecycle.RemoveOrphans) finds a
+	// verifier left by a choird killed -9 by these labels.
+	if cfg.Labels[lifecycle.LabelManaged] != "true" || cfg.Labels[lifecycle.LabelInstance] != "i" || cfg.Labels[LabelRun] != "r-0000000000f1" {
+		t.Errorf("Labels = %v; want choird's managed and instance labels and the run", cfg.Labels)
 	}
 	for name, mut := range map[string]func(*docker.ContainerConfig, *docker.HostConfig){
 		"bridge network": func(_ *docker.ContainerConfig, h *docker.HostConfig) { h.NetworkMode = "bridge" },
