@@ -29,7 +29,7 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // alice, and the durable outbox in Postgres; gateways over them are
 // started and stopped by the test, as choird restarts.
 type outboxRig struct {
-	t    *testing.T
+	t    testing.TB
 	srv  *telegramtest.Server
 	bot  telegramtest.BotID
 	fc   *fakeControl
@@ -37,7 +37,7 @@ type outboxRig struct {
 	logs *testkit.Buffer
 }
 
-func newOutboxRig(t *testing.T) *outboxRig {
+func newOutboxRig(t testing.TB) *outboxRig {
 	t.Helper()
 	db := pgtest.DB(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -66,9 +66,11 @@ func scanOutbox(row pgx.Row) (OutboxMessage, error) {
 // set, or, when the agent already queued a message with the same key,
 // returns that one unchanged with fresh false. When the agent has max
 // messages queued (max > 0) it adds nothing and returns ErrOutboxFull.
-// Messages of one agent are counted and added one at a time (a
-// transaction-scoped advisory lock on the agent id), so the cap holds on a
-// pool of several connections too.
+// The common case is one statement, one round trip: the count and the
+// insert are one INSERT ... SELECT, so on a pool of several connections
+// two sends of one agent at the same instant may both pass a cap that
+// only one had room for (an agent's sends come one after the other; the
+// cap bounds a flood, not a race).
 func (s *Store) QueueOutbox(ctx context.Context, n NewOutbox, max int) (m OutboxMessage, fresh bool, err error) {
 	if n.AgentID == "" || n.DM == "" || n.Key == "" {
 		return OutboxMessage{}, false, errors.New("queue outbox message: agent id, DM and key are required")
@@ -76,47 +78,28 @@ func (s *Store) QueueOutbox(ctx context.Context, n NewOutbox, max int) (m Outbox
 	if !json.Valid(n.Body) {
 		return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: the body is not JSON", n.Key, n.AgentID)
 	}
-	if max > 0 {
-		// Past the cap, refuse in one round trip: an agent that floods
-		// its outbox costs no transaction per message.
-		var id *int64
-		var queued int
-		if err := s.pool.QueryRow(ctx, s.q(outboxKeyAndDepth), n.AgentID, n.Key).Scan(&id, &queued); err != nil {
-			return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: %w", n.Key, n.AgentID, err)
-		}
-		if id == nil && queued >= max {
-			return OutboxMessage{}, false, fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
-		}
+	m, err = scanOutbox(s.pool.QueryRow(ctx, s.q(`INSERT INTO choir_control.dm_outbox (agent_id, dm, msg_key, body)
+		SELECT $1, $2, $3, $4
+		WHERE $5::int <= 0 OR (SELECT count(*) FROM choir_control.dm_outbox WHERE agent_id = $1 AND status = 'queued') < $5::int
+		ON CONFLICT (agent_id, msg_key) DO NOTHING
+		RETURNING `+outboxColumns), n.AgentID, n.DM, n.Key, n.Body, max))
+	if err == nil {
+		return m, true, nil
 	}
-	err = s.inTx(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtext($1))`, s.control+".dm_outbox:"+n.AgentID); err != nil {
-			return err
-		}
-		// One round trip: the message of that key, if any, and the depth.
-		var id *int64
-		var queued int
-		if err := tx.QueryRow(ctx, s.q(outboxKeyAndDepth), n.AgentID, n.Key).Scan(&id, &queued); err != nil {
-			return err
-		}
-		if id != nil { // a resend
-			m, err = scanOutbox(tx.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox WHERE id = $1`), *id))
-			return err
-		}
-		if max > 0 && queued >= max {
-			return fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
-		}
-		m, err = scanOutbox(tx.QueryRow(ctx, s.q(`INSERT INTO choir_control.dm_outbox (agent_id, dm, msg_key, body)
-			VALUES ($1, $2, $3, $4) RETURNING `+outboxColumns), n.AgentID, n.DM, n.Key, n.Body))
-		fresh = err == nil
-		return err
-	})
-	if err != nil {
-		if errors.Is(err, ErrOutboxFull) {
-			return OutboxMessage{}, false, err
-		}
+	if !errors.Is(err, pgx.ErrNoRows) {
 		return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: %w", n.Key, n.AgentID, err)
 	}
-	return m, fresh, nil
+	// Nothing inserted: a resend, or the cap.
+	var id *int64
+	var queued int
+	if err := s.pool.QueryRow(ctx, s.q(outboxKeyAndDepth), n.AgentID, n.Key).Scan(&id, &queued); err != nil {
+		return OutboxMessage{}, false, fmt.Errorf("queue outbox message %s of %s: %w", n.Key, n.AgentID, err)
+	}
+	if id == nil {
+		return OutboxMessage{}, false, fmt.Errorf("%w: %s has %d messages queued, its cap", ErrOutboxFull, n.AgentID, queued)
+	}
+	m, err = s.OutboxByKey(ctx, n.AgentID, n.Key)
+	return m, false, err
 }
 
 // outboxKeyAndDepth finds the message of an agent's key, if any, and the
