@@ -49,8 +49,16 @@ ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS resumes int NOT NULL 
 -- The session summary (spec 11.8) the final heartbeat of a graceful stop
 -- carried, a JSON object of at most 64 KiB; NULL when there was none.
 ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS summary jsonb;
-CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_per_agent
-    ON {{.Control}}.sessions (agent_id) WHERE status = 'active';
+-- Sessions of kind run (owned by the lifecycle's run sessions, issue 16):
+-- a headless session performing the director's run run_id in a container
+-- of its own, beside the agent's interactive session. Invariant 11 holds
+-- for interactive sessions only: the index made before kinds is dropped.
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS kind text NOT NULL DEFAULT 'interactive'
+    CHECK (kind IN ('interactive', 'run'));
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS run_id text NOT NULL DEFAULT '';
+DROP INDEX IF EXISTS {{.Control}}.sessions_one_active_per_agent;
+CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_interactive_per_agent
+    ON {{.Control}}.sessions (agent_id) WHERE status = 'active' AND kind = 'interactive';
 CREATE INDEX IF NOT EXISTS sessions_by_agent
     ON {{.Control}}.sessions (agent_id, started_at DESC);
 

@@ -56,7 +56,18 @@ type NewSession struct {
 	// bindings and leases, its log and snapshots kept, its resumes
 	// counted.
 	Resume bool
+	// Kind is SessionInteractive ("" too) or SessionRun; RunID names the
+	// director's run a run session performs. Only interactive sessions
+	// are one per agent, resumed, and adopted.
+	Kind  string
+	RunID string
 }
+
+// Session kinds.
+const (
+	SessionInteractive = "interactive"
+	SessionRun         = "run"
+)
 
 // Session is a row of sessions.
 type Session struct {
@@ -70,16 +81,18 @@ type Session struct {
 	LastHeartbeatAt time.Time // zero before the first heartbeat
 	ConfigVersion   int64
 	ImageVersion    string
+	Kind            string // SessionInteractive or SessionRun
+	RunID           string // the run a run session performs
 }
 
 const sessionColumns = `session_id, agent_id, lease_id, status, started_at, ended_at,
-	resource_bindings, last_heartbeat_at, config_version, image_version`
+	resource_bindings, last_heartbeat_at, config_version, image_version, kind, run_id`
 
 func scanSession(row pgx.Row) (Session, error) {
 	var s Session
 	var ended, beat *time.Time
 	err := row.Scan(&s.SessionID, &s.AgentID, &s.LeaseID, &s.Status, &s.StartedAt, &ended,
-		&s.Bindings, &beat, &s.ConfigVersion, &s.ImageVersion)
+		&s.Bindings, &beat, &s.ConfigVersion, &s.ImageVersion, &s.Kind, &s.RunID)
 	if ended != nil {
 		s.EndedAt = *ended
 	}
@@ -123,6 +136,16 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 		}
 	}
 
+	kind := ns.Kind
+	if kind == "" {
+		kind = SessionInteractive
+	}
+	if kind != SessionInteractive && kind != SessionRun {
+		return Session{}, fmt.Errorf("create session %s: kind %q is not %q or %q", ns.SessionID, kind, SessionInteractive, SessionRun)
+	}
+	if (kind == SessionRun) != (ns.RunID != "") || (kind == SessionRun && ns.Resume) {
+		return Session{}, fmt.Errorf("create session %s: a session of kind run needs a run id, is never resumed, and only it has one (kind %q, run id %q, resume %v)", ns.SessionID, kind, ns.RunID, ns.Resume)
+	}
 	var out Session
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
 		var err error
@@ -130,23 +153,23 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 			out, err = scanSession(tx.QueryRow(ctx, s.q(`
 				UPDATE choir_control.sessions SET status = 'active', ended_at = NULL, end_reason = '',
 					resumes = resumes + 1, lease_id = $3, resource_bindings = $4, config_version = $5, image_version = $6
-				WHERE session_id = $1 AND agent_id = $2 AND status <> 'active'
+				WHERE session_id = $1 AND agent_id = $2 AND status <> 'active' AND kind = 'interactive'
 				RETURNING `+sessionColumns),
 				ns.SessionID, ns.AgentID, ns.LeaseID, bindings, ns.ConfigVersion, ns.ImageVersion))
 		} else {
 			out, err = scanSession(tx.QueryRow(ctx, s.q(`
 				INSERT INTO choir_control.sessions (session_id, agent_id, lease_id, status, started_at,
-					resource_bindings, config_version, image_version)
-				VALUES ($1, $2, $3, 'active', $4, $5, $6, $7)
+					resource_bindings, config_version, image_version, kind, run_id)
+				VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9)
 				RETURNING `+sessionColumns),
-				ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion))
+				ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion, kind, ns.RunID))
 		}
 		if errors.Is(err, pgx.ErrNoRows) && ns.Resume {
 			return fmt.Errorf("session %s of agent %q is not an ended session: %w", ns.SessionID, ns.AgentID, ErrNotFound)
 		}
 		if err != nil {
 			switch code, constraint := pgCode(err); {
-			case code == "23505" && constraint == "sessions_one_active_per_agent":
+			case code == "23505" && constraint == "sessions_one_active_interactive_per_agent":
 				return fmt.Errorf("agent %q: %w", ns.AgentID, ErrAgentActive)
 			case code == "23505":
 				return fmt.Errorf("session %s: %w", ns.SessionID, ErrSessionExists)
@@ -291,11 +314,11 @@ func (s *Store) ActiveSessions(ctx context.Context) ([]Session, error) {
 	return out, nil
 }
 
-// LastSession returns the agent's most recently started session, the one a
+// LastSession returns the agent's most recently started interactive session, the one a
 // new start resumes from, or ErrNotFound.
 func (s *Store) LastSession(ctx context.Context, agentID string) (Session, error) {
 	out, err := scanSession(s.pool.QueryRow(ctx, s.q(`SELECT `+sessionColumns+` FROM choir_control.sessions
-		WHERE agent_id = $1 ORDER BY started_at DESC, session_id DESC LIMIT 1`), agentID))
+		WHERE agent_id = $1 AND kind = 'interactive' ORDER BY started_at DESC, session_id DESC LIMIT 1`), agentID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Session{}, fmt.Errorf("last session of agent %q: %w", agentID, ErrNotFound)
 	}
@@ -330,14 +353,14 @@ type Ended struct {
 	Head      Head // where its stored log ends
 }
 
-// LastEnded returns the agent's most recently started session with the
+// LastEnded returns the agent's most recently started interactive session with the
 // head of its log, or ErrNotFound when the agent has none or its last one
 // is still active.
 func (s *Store) LastEnded(ctx context.Context, agentID string) (Ended, error) {
 	var e Ended
 	err := s.pool.QueryRow(ctx, s.q(`
 		SELECT s.session_id, s.status, s.ended_at, s.end_reason, s.resumes, coalesce(h.rev, 0), coalesce(h.hash, '')
-		FROM (SELECT * FROM choir_control.sessions WHERE agent_id = $1
+		FROM (SELECT * FROM choir_control.sessions WHERE agent_id = $1 AND kind = 'interactive'
 		      ORDER BY started_at DESC, session_id DESC LIMIT 1) s
 		LEFT JOIN LATERAL (SELECT rev, hash FROM choir_control.session_events ev
 		                   WHERE ev.session_id = s.session_id ORDER BY rev DESC LIMIT 1) h ON true
