@@ -95,6 +95,18 @@ type InitHelloResp struct {
 	ConfigVersion    int64            `json:"config_version"`
 	// Recovery is set when Status is InitRecover.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// Run is set when the session is a headless run session (choird's
+	// lifecycle Perform): the agent offers only the tools it names.
+	Run *RunBrief `json:"run,omitempty"`
+}
+
+// RunBrief tells a run session's agent what it may do: ID is the
+// director's run, Tools the exact tool names the session offers the model
+// and runs (choir.dm.send, its answer, always; nothing else outside the
+// list, not even the agent's own lane tools).
+type RunBrief struct {
+	ID    string   `json:"id"`
+	Tools []string `json:"tools"`
 }
 
 // Recovery is where a resumed session stands in choird (§13.2): the head
