@@ -453,3 +453,115 @@ func TestOutboxCap(t *testing.T) {
 		}
 	}
 }
+
+// TestOutboxFiles: a message's files leave .choirtmp/send/ when it is
+// queued and go out after its text; a file over the per-message cap is
+// refused when queued, one removed from the queue meanwhile and one the
+// agent replaced by a symlink to a host file are not sent; the closing
+// notice lists all three, and the host file never reaches Telegram.
+func TestOutboxFiles(t *testing.T) {
+	r := newOutboxRig(t)
+	ws, _ := r.fc.WorkspacePath("alpha")
+	send := filepath.Join(ws, ".choirtmp", "send")
+	os.MkdirAll(send, 0o755)
+	for name, data := range map[string]string{"a.pdf": "%PDF a", "gone.pdf": "%PDF gone", "swapped.pdf": "%PDF swapped", "extra.pdf": "%PDF extra"} {
+		os.WriteFile(filepath.Join(send, name), []byte(data), 0o644)
+	}
+	secret := filepath.Join(t.TempDir(), "host-secret")
+	os.WriteFile(secret, []byte("host secret"), 0o600)
+	gw := r.gateway(func(c *gateway.Config) { c.SendMaxFiles = 3 })
+	err := r.deliver(gw, rpc.DMSend{ID: "f1", Kind: rpc.DMReply, Text: "three files", Files: []string{
+		".choirtmp/send/a.pdf", ".choirtmp/send/gone.pdf", ".choirtmp/send/swapped.pdf", ".choirtmp/send/extra.pdf"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(send); len(left) != 0 {
+		t.Errorf(".choirtmp/send/ holds %d files once the message is queued; want none", len(left))
+	}
+	// While queued: one file disappears, one becomes a symlink out.
+	queued, _ := filepath.Glob(filepath.Join(ws, ".choirtmp", "outbox", "*", "*", "*.pdf"))
+	for _, q := range queued {
+		switch filepath.Base(q) {
+		case "gone.pdf":
+			os.Remove(q)
+		case "swapped.pdf":
+			os.Remove(q)
+			os.Symlink(secret, q)
+		}
+	}
+	r.run(gw)
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	sent := r.srv.Sent(r.bot, aliceUser)
+	if got := methods(sent); got != "sendMessage sendDocument sendMessage" {
+		t.Fatalf("Telegram got %s %q; want the text, a.pdf, the notice", got, texts(sent))
+	}
+	if string(sent[1].File.Data) != "%PDF a" {
+		t.Errorf("the file sent is %q; want a.pdf", sent[1].File.Data)
+	}
+	notice := sent[2].Text
+	for _, want := range []string{"3 files", "gone.pdf: it was gone", "swapped.pdf", "extra.pdf: one message sends at most 3 files"} {
+		if !strings.Contains(notice, want) {
+			t.Errorf("the notice %q does not say %q", notice, want)
+		}
+	}
+	for _, s := range sent {
+		if s.File != nil && strings.Contains(string(s.File.Data), "host secret") {
+			t.Errorf("a host file reached Telegram through a symlink in the outbox")
+		}
+	}
+}
+
+// stallingStore is the outbox whose record of one message's part never
+// comes back: choird dies between Telegram accepting the part and the
+// record (the window the sender's comment describes).
+type stallingStore struct {
+	gateway.OutboxStore
+	stallID int64
+	stalled chan struct{}
+}
+
+func (s *stallingStore) OutboxPartSent(ctx context.Context, id int64, part int, telegramID int64, note string, last bool) error {
+	if id == s.stallID {
+		close(s.stalled)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.OutboxStore.OutboxPartSent(ctx, id, part, telegramID, note, last)
+}
+
+// TestOutboxCrashAfterTelegramAccepted pins down the guarantee's one
+// exception: when the record of a part Telegram accepted is lost (choird
+// stops before it reaches Postgres), the next choird sends that part again,
+// logged as a possible duplicate; every other message is delivered once.
+func TestOutboxCrashAfterTelegramAccepted(t *testing.T) {
+	r := newOutboxRig(t)
+	want := numbered(3)
+	ids := map[string]int64{}
+	setup := r.gateway(nil)
+	for i, text := range want {
+		if err := r.deliver(setup, rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+		m, err := r.st.OutboxByKey(context.Background(), "alpha", fmt.Sprint("c", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[text] = m.ID
+	}
+	stalling := &stallingStore{OutboxStore: r.st, stallID: ids["message 2"], stalled: make(chan struct{})}
+	stop := r.run(r.gateway(func(c *gateway.Config) { c.Outbox = stalling; c.ShutdownGrace = 50 * time.Millisecond }))
+	select {
+	case <-stalling.stalled:
+	case <-time.After(time.Minute):
+		t.Fatal("message 2 was never sent")
+	}
+	stop()
+	r.run(r.gateway(nil))
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	if got, wantSent := texts(r.srv.Sent(r.bot, aliceUser)), []string{"message 1", "message 2", "message 2", "message 3"}; !slices.Equal(got, wantSent) {
+		t.Errorf("Telegram got %q; want %q: only the part whose record was lost twice", got, wantSent)
+	}
+	if !strings.Contains(r.logs.String(), "may get it twice") {
+		t.Errorf("the possible duplicate is not logged:\n%s", r.logs.String())
+	}
+}

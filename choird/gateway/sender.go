@@ -186,8 +186,8 @@ func (s *sender) deliver(ctx context.Context, m store.OutboxMessage) {
 			case err == nil:
 			case pt.File != "" && errors.Is(err, errRefused):
 				note = refusedFile{pt.Arg, "Telegram refused it (" + oneLine(err.Error(), 200) + ")"}
-			case pt.File != "" && errors.Is(err, os.ErrNotExist):
-				note = refusedFile{pt.Arg, "it was gone from the workspace before it could be sent"}
+			case pt.File != "" && errors.Is(err, errGone):
+				note = refusedFile{pt.Arg, "it was gone from the workspace (or no longer a regular file) before it could be sent"}
 			case isBadRequest(err):
 				reason := "Telegram refused it: " + oneLine(err.Error(), 300)
 				s.record("fail", func(ctx context.Context) error { return out.FailOutbox(ctx, m.ID, reason) })
@@ -224,7 +224,14 @@ func (s *sender) sendPart(ctx context.Context, files *msgFiles, pt part, replyTo
 	if pt.File != "" {
 		dir, err := files.root()
 		if err != nil {
-			return 0, err
+			return 0, fmt.Errorf("%w: %w", errGone, err)
+		}
+		// What the agent may have done to it meanwhile: removed it, or
+		// put a symlink or a directory in its place (and the upload opens
+		// it through the directory's os.Root, which a symlink cannot
+		// leave, and checks again that it is a regular file).
+		if fi, err := dir.Lstat(pt.File); err != nil || !fi.Mode().IsRegular() {
+			return 0, fmt.Errorf("%w: %s is not a regular file any more", errGone, pt.Arg)
 		}
 		return b.sendFile(ctx, dir, chat, outFile{arg: pt.Arg, name: pt.File, size: pt.Size}, replyTo)
 	}
@@ -273,6 +280,9 @@ func chatRefusal(err error) (string, bool) {
 	}
 	return "", false
 }
+
+// errGone marks a queued file that is no longer there to send.
+var errGone = errors.New("queued file gone")
 
 // refusedFile is a file of a message that was not sent, and why.
 type refusedFile struct {
