@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 )
 
 // Trailers stamped on every run's commit.
@@ -147,8 +148,16 @@ func (w *Worktree) record(ctx context.Context, d Decision, msg string, who Ident
 	return commit, nil
 }
 
+// targets serialises fast-forwards per repository within choird: two
+// merges into one working copy at once could leave its index holding the
+// loser's files.
+var targets sync.Map // common git dir → *sync.Mutex
+
 // fastForward moves the target branch from the base to commit.
 func (w *Worktree) fastForward(ctx context.Context, commit string) error {
+	mu, _ := targets.LoadOrStore(w.Repo, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
 	c := bare(w.Repo)
 	ref := "refs/heads/" + w.Target
 	conflict := func(head, reason string) error {

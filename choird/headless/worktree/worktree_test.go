@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 )
@@ -678,5 +679,68 @@ func TestWorkspaceOwnedByAnotherUser(t *testing.T) {
 	}
 	if _, err := w.Commit(ctx, approve(w, p), "fix", agent); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// Runs of one repository at once: each gets its worktree; of those that
+// commit from the same base exactly one reaches main, the others get a
+// conflict with their commit kept on their branch.
+func TestConcurrentRunsOfOneRepository(t *testing.T) {
+	ctx := context.Background()
+	repo, m := newRepo(t)
+	base := gitT(t, repo, "rev-parse", "main")
+	const n = 6
+	var wg sync.WaitGroup
+	results := make([]Result, n)
+	errs := make([]error, n)
+	runs := make([]*Worktree, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			w, err := m.Create(ctx, repo, fmt.Sprintf("r-%012x", 0xc00+i), "")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			runs[i] = w
+			if err := os.WriteFile(filepath.Join(w.Dir, fmt.Sprintf("run%d.txt", i)), []byte("x"), 0o644); err != nil {
+				errs[i] = err
+				return
+			}
+			p, err := w.Diff(ctx)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			results[i], errs[i] = w.Commit(ctx, approve(w, p), "run", agent)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for i, err := range errs {
+		var ce *ConflictError
+		switch {
+		case err == nil:
+			won++
+			if gitT(t, repo, "rev-parse", results[i].Commit+"^") != base {
+				t.Errorf("run %d's commit is not on the base", i)
+			}
+		case errors.As(err, &ce):
+			if tip := gitT(t, repo, "rev-parse", ce.Branch); tip != ce.Commit {
+				t.Errorf("run %d: conflict commit %s not kept on %s (%s)", i, ce.Commit, ce.Branch, tip)
+			}
+		default:
+			t.Errorf("run %d: %v", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d runs reached main; want exactly 1", won)
+	}
+	if log := gitT(t, repo, "rev-list", "--count", "main"); log != "2" {
+		t.Errorf("main has %s commits; want 2 (the initial one and one run's)", log)
+	}
+	if st := gitT(t, repo, "status", "--porcelain"); st != "" {
+		t.Errorf("working copy not clean: %q", st)
 	}
 }
