@@ -132,6 +132,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	tools = rt.runTools(tools) // run.go: a run session's tools only
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
 		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log,
 		Loops: func() arbiter.LoopLimits { // hot-reloadable; zero (an older choird) means the defaults

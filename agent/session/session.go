@@ -66,6 +66,8 @@ type Session struct {
 
 	Secrets  Secrets
 	Bindings rpc.ResourceBindings
+	// RunBrief is the run brief when choird opened a headless run session.
+	RunBrief *rpc.RunBrief
 	Hooks    Hooks
 	// Redactor holds every secret value the session has received; it is
 	// set before the secrets themselves at each fetch, so no value is ever
@@ -241,7 +243,7 @@ func (s *Session) open(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("INIT_HELLO: %w", err)
 	}
-	s.Bindings = hello.ResourceBindings
+	s.Bindings, s.RunBrief = hello.ResourceBindings, hello.Run
 	// The config version stays 0 until the first FETCH_DYNAMIC_CONFIG
 	// brings the config itself.
 	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)
