@@ -61,18 +61,24 @@
 // its reply to the message, and the reports of the core jobs that reply
 // names (ack.go).
 //
-// Deliver (the lifecycle's Outbox) sends an agent's text, split at 4096
-// characters, in order, through the bot's Limiter, then each file it names
+// Deliver (the lifecycle's Outbox) queues an agent's message in the DM's
+// durable outbox in Postgres and returns (outbox.go); the DM's sender
+// (sender.go) then sends it, part by part, exactly once except in the one
+// window it documents. A message is its text, split at 4096 characters,
+// in order, through the bot's Limiter, then each file it names
 // under .choirtmp/send/ by its content (send.go): a JPEG or PNG within
 // Telegram's photo limits as a photo, an OGG Opus file (what
 // choir.tts.speak writes) as a voice message, MP3/M4A as audio, MP4 as a
 // video, anything else as a document; a photo, voice or audio Telegram
-// refuses goes again as a document. Each file is deleted once sent. A path
-// outside .choirtmp/send/, a symlink or a missing file refuses the whole
-// message before anything is sent; a file over 50 MB, past the cap on one
-// message (SendMaxFiles, SendMaxBytes) or refused by Telegram is removed
-// unsent and the DM told in one line per file; a network or server failure
-// leaves the file for the agent's next message.
+// refuses goes again as a document. A path outside .choirtmp/send/, a
+// symlink or a missing file refuses the whole message when it is queued;
+// the files that go are moved to .choirtmp/outbox/ then and deleted once
+// sent; a file over 50 MB, past the cap on one message (SendMaxFiles,
+// SendMaxBytes) or refused by Telegram is not sent and the DM told in one
+// line per file; a network or server failure is retried. A chat Telegram
+// refuses (403, chat not found) fails its queued messages with the reason;
+// an agent past its cap of queued messages (Config.OutboxMax) is refused
+// with ErrOutboxFull.
 //
 // # Approvals (§19.6)
 //
