@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -120,6 +121,30 @@ func TestBrief(t *testing.T) {
 	} {
 		if got := tc.r.Brief(); got != tc.want {
 			t.Errorf("Brief() = %q; want %q", got, tc.want)
+		}
+	}
+}
+
+func TestVerifierJSON(t *testing.T) {
+	var v Verifier
+	if err := json.Unmarshal([]byte(`{"name":"go-test","command":["go","test","./..."],"timeout_s":600}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Name != "go-test" || len(v.Command) != 3 || v.Timeout != 10*time.Minute || v.Check() != nil {
+		t.Errorf("decoded %+v", v)
+	}
+	b, _ := json.Marshal(v)
+	if string(b) != `{"name":"go-test","command":["go","test","./..."],"timeout_s":600}` {
+		t.Errorf("encoded %s", b)
+	}
+	for _, bad := range []string{
+		`{"name":"x","command":["true"],"timeout":600}`,
+		`{"name":"x","command":["true"],"timeout_s":-1}`,
+		`{"name":"x","command":["true"],"timeout_s":99999999999}`,
+		`{"name":"x","command":"true","timeout_s":1}`,
+	} {
+		if err := json.Unmarshal([]byte(bad), &v); err == nil {
+			t.Errorf("Unmarshal(%s) succeeded", bad)
 		}
 	}
 }

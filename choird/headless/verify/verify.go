@@ -23,9 +23,11 @@
 package verify
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -45,11 +47,39 @@ import (
 
 // Verifier is one verifier definition: a command run in the worktree
 // (exec'd directly: write ["sh", "-c", "..."] for a shell), passing when it
-// exits 0 within Timeout.
+// exits 0 within Timeout. In JSON (config) it reads
+// {"name": "go-test", "command": ["go", "test", "./..."], "timeout_s": 600}.
 type Verifier struct {
-	Name    string        `json:"name"`
-	Command []string      `json:"command"`
-	Timeout time.Duration `json:"timeout"`
+	Name    string
+	Command []string
+	Timeout time.Duration
+}
+
+type verifierJSON struct {
+	Name     string   `json:"name"`
+	Command  []string `json:"command"`
+	TimeoutS int64    `json:"timeout_s"`
+}
+
+// MarshalJSON writes the config form, the timeout in whole seconds.
+func (v Verifier) MarshalJSON() ([]byte, error) {
+	return json.Marshal(verifierJSON{Name: v.Name, Command: v.Command, TimeoutS: int64(v.Timeout / time.Second)})
+}
+
+// UnmarshalJSON reads the config form, refusing unknown fields; Check
+// validates the values.
+func (v *Verifier) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var j verifierJSON
+	if err := dec.Decode(&j); err != nil {
+		return fmt.Errorf("verifier: %w", err)
+	}
+	if j.TimeoutS < 0 || j.TimeoutS > int64(MaxTimeout/time.Second) {
+		return fmt.Errorf("verifier %q: timeout_s %d is not between 1 and %d", j.Name, j.TimeoutS, int64(MaxTimeout/time.Second))
+	}
+	*v = Verifier{Name: j.Name, Command: j.Command, Timeout: time.Duration(j.TimeoutS) * time.Second}
+	return nil
 }
 
 // MaxTimeout bounds a verifier's timeout.

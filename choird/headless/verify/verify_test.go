@@ -211,7 +211,7 @@ func TestVerifierCannotWriteTheWorktree(t *testing.T) {
 		os.Chown(filepath.Join(f.worktree, "calc.go"), 65534, 65534)
 	}
 	res := f.run(t, "vandal", time.Minute, "sh", "-c",
-		"id -u; grep CapEff /proc/self/status; touch /rootfs-write 2>&1; echo tamper >> /workspace/calc.go || exit 3; touch /workspace/new || exit 4")
+		"id -u; echo scratch-ok > $HOME/s && cat $HOME/s; grep CapEff /proc/self/status; touch /rootfs-write 2>&1; echo tamper >> /workspace/calc.go || exit 3; touch /workspace/new || exit 4")
 	if res.Report.Passed || res.Report.ExitCode != 3 {
 		t.Errorf("Report = %+v; want exit 3 (the append refused)", res.Report)
 	}
@@ -225,6 +225,9 @@ func TestVerifierCannotWriteTheWorktree(t *testing.T) {
 	out := f.output(t, res)
 	if !strings.Contains(out, "CapEff:\t0000000000000000") {
 		t.Errorf("the verifier holds capabilities: %q", out)
+	}
+	if !strings.Contains(out, "scratch-ok") {
+		t.Errorf("the verifier's user cannot write its HOME on the tmpfs: %q", out)
 	}
 	if !strings.Contains(out, "Read-only file system") {
 		t.Errorf("the root file system was writable: %q", out)
