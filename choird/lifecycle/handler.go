@@ -51,7 +51,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 		return rpc.InitHelloResp{}, err
 	}
 	_, version := m.Config()
-	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version}
+	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version, ModelProxy: r.ModelProxy}
 	if r.resume != nil {
 		rec, err := m.recovery(ctx, r)
 		if err != nil {
@@ -87,6 +87,9 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	}
 	l, _ := m.Config()
 	b := r.bindings()
+	if r.ModelProxy { // choird holds the model keys (choird/modelproxy.go)
+		b.LLM, b.CoreLLM, b.SummaryLLM = "", "", ""
+	}
 	bound := l.Config.BoundSecrets(b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
 	bound = append(bound, m.mcpSecrets(ctx, r, l.Config)...) // mcp_secrets.go
 	names := req.Resources

@@ -121,6 +121,10 @@ type Run struct {
 	Bindings                                             rpc.ResourceBindings
 	Resources                                            []lease.Resource
 	StartedAt                                            time.Time
+	// ModelProxy: the session's model calls go through choird
+	// (choird/modelproxy.go) and GET_SECRETS grants no model key; set at
+	// start, from agents.<id>.model_proxy or for a run without network.
+	ModelProxy bool
 
 	token    string
 	socket   io.Closer            // the agent's own control socket

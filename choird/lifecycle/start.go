@@ -115,6 +115,7 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		Bindings: b, started: b, Resources: resources, StartedAt: m.now(), token: rpc.NewToken(),
 		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
 		configVersion: version, lanes: map[string]rpc.StatusReq{},
+		ModelProxy: l.Config.Agents[agentID].ModelProxy,
 	}
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt,
 		Bindings: b, Leases: resources, Image: image, Resume: resume != nil}

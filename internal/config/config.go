@@ -271,6 +271,11 @@ type Agent struct {
 	Spend *Spend `json:"spend,omitempty"`
 	// Schedules enqueue the agent's headless runs (headless.go).
 	Schedules []Schedule `json:"schedules,omitempty"`
+	// ModelProxy sends the agent's model calls through choird, which adds
+	// the model's endpoint, key and request template headers: the model
+	// keys never enter the agent's container (issue 25 item 1). It takes
+	// effect when the agent next starts.
+	ModelProxy bool `json:"model_proxy,omitempty"`
 }
 
 // AgentDefaults names the resources an agent binds when started without

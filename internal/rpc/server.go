@@ -41,6 +41,9 @@ type Server struct {
 	// long it took. Paths that name no served verb are not observed (they
 	// are the caller's text).
 	Observe func(verb Verb, code string, took time.Duration)
+	// Models, when set before serving, carries the sessions' model calls
+	// (POST /v1/model/..., modelproxy.go); nil answers them 404.
+	Models ModelProxy
 	sessions
 	serving
 }
@@ -152,7 +155,12 @@ func (s *Server) Publish(sessionID, typ string, data any) (string, bool) {
 // ServeHTTP routes POST /rpc/<VERB> and GET /events.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Observe != nil {
-		if v, ok := strings.CutPrefix(r.URL.Path, "/rpc/"); ok && s.verbs[Verb(v)] != nil {
+		v, ok := strings.CutPrefix(r.URL.Path, "/rpc/")
+		ok = ok && s.verbs[Verb(v)] != nil
+		if strings.HasPrefix(r.URL.Path, ModelPathPrefix) {
+			v, ok = string(VerbModel), true // modelproxy.go
+		}
+		if ok {
 			verb := Verb(v)
 			ow := &observedWriter{ResponseWriter: w}
 			start := time.Now()
@@ -176,6 +184,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveEvents(w, r, sess)
 	case strings.HasPrefix(r.URL.Path, "/rpc/"):
 		s.serveVerb(w, r, sessionID)
+	case strings.HasPrefix(r.URL.Path, ModelPathPrefix):
+		s.serveModel(w, r, sessionID) // modelproxy.go
 	default:
 		writeError(w, Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint %s: use POST /rpc/<VERB> or GET /events", r.URL.Path))
 	}

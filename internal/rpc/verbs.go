@@ -95,6 +95,11 @@ type InitHelloResp struct {
 	ConfigVersion    int64            `json:"config_version"`
 	// Recovery is set when Status is InitRecover.
 	Recovery *Recovery `json:"recovery,omitempty"`
+	// ModelProxy says the agent sends its model calls through choird
+	// (POST /v1/model/<name>/chat/completions on this endpoint, with the
+	// lease token; modelproxy.go) and holds no model key: a run container
+	// without network, or agents.<id>.model_proxy.
+	ModelProxy bool `json:"model_proxy,omitempty"`
 	// Run is set when the session is a headless run session (choird's
 	// lifecycle Perform): the agent offers only the tools it names.
 	Run *RunBrief `json:"run,omitempty"`
