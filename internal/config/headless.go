@@ -16,6 +16,41 @@ import (
 // built-in profiles and applies these over them).
 type Headless struct {
 	Moods map[string]MoodOverride `json:"moods,omitempty"`
+	// Verifiers are the commands a work item's or a mood's verifier names
+	// stand for, run in their own container from the agent's image with
+	// the run's worktree read-only at /workspace and no network.
+	Verifiers map[string]VerifierDef `json:"verifiers,omitempty"`
+	// MaxRuns bounds the runs performed at once on this host (default
+	// DefaultMaxRuns).
+	MaxRuns int `json:"max_runs,omitempty"`
+}
+
+// VerifierDef is one entry of headless.verifiers: a command exec'd in the
+// worktree (["sh", "-c", "…"] for a shell), passing when it exits 0 within
+// TimeoutS seconds (default 600).
+type VerifierDef struct {
+	Command  []string `json:"command"`
+	TimeoutS int      `json:"timeout_s,omitempty"`
+}
+
+// Timeout is the verifier's timeout.
+func (d VerifierDef) Timeout() time.Duration {
+	if d.TimeoutS == 0 {
+		return 10 * time.Minute
+	}
+	return time.Duration(d.TimeoutS) * time.Second
+}
+
+// DefaultMaxRuns is how many runs a host performs at once unless
+// headless.max_runs says otherwise.
+const DefaultMaxRuns = 2
+
+// MaxRunsOrDefault is headless.max_runs or its default.
+func (h *Headless) MaxRunsOrDefault() int {
+	if h == nil || h.MaxRuns == 0 {
+		return DefaultMaxRuns
+	}
+	return h.MaxRuns
 }
 
 // MoodNames are the moods an override or a schedule may name, in
@@ -119,6 +154,12 @@ func (v *validator) headless() {
 		for _, name := range sortedKeys(h.Moods) {
 			v.moodOverride("headless.moods."+name, name, h.Moods[name])
 		}
+		for _, name := range sortedKeys(h.Verifiers) {
+			v.verifier("headless.verifiers."+name, name, h.Verifiers[name])
+		}
+		if h.MaxRuns < 0 || h.MaxRuns > 64 {
+			v.add("headless.max_runs", fmt.Sprint(h.MaxRuns), "want 1 to 64 runs at once (or leave it out for %d)", DefaultMaxRuns)
+		}
 	}
 	for _, id := range sortedKeys(v.c.Agents) {
 		scheds := v.c.Agents[id].Schedules
@@ -178,6 +219,23 @@ func (v *validator) moodOverride(path, name string, o MoodOverride) {
 		if b.WallTimeS != nil && (*b.WallTimeS < 60 || *b.WallTimeS > 86400) {
 			v.add(path+".budgets.wall_time_s", fmt.Sprint(*b.WallTimeS), "want 60 to 86400 seconds")
 		}
+	}
+}
+
+func (v *validator) verifier(path, name string, d VerifierDef) {
+	if !verifierRE.MatchString(name) {
+		v.add(path, name, "want a verifier name: lowercase letters, digits, '_', '.', '-', at most 64")
+	}
+	if len(d.Command) == 0 || d.Command[0] == "" {
+		v.add(path+".command", "", "want the command as a list, like [\"go\", \"test\", \"./...\"] (or [\"sh\", \"-c\", \"…\"] for a shell)")
+	}
+	for i, a := range d.Command {
+		if strings.ContainsRune(a, 0) {
+			v.add(fmt.Sprintf("%s.command[%d]", path, i), "", "holds a NUL byte")
+		}
+	}
+	if d.TimeoutS < 0 || d.TimeoutS > 7200 {
+		v.add(path+".timeout_s", fmt.Sprint(d.TimeoutS), "want 1 to 7200 seconds (or leave it out for 600)")
 	}
 }
 

@@ -16,6 +16,13 @@ func withSchedules(scheds ...map[string]any) func(m map[string]any) {
 	}
 }
 
+// withHeadless sets headless.<key>.
+func withHeadless(key string, v any) func(m map[string]any) {
+	return func(m map[string]any) {
+		m["headless"] = map[string]any{key: v}
+	}
+}
+
 // withMood sets headless.moods.<name>.
 func withMood(name string, o map[string]any) func(m map[string]any) {
 	return func(m map[string]any) {
@@ -40,6 +47,8 @@ func TestHeadlessAccepted(t *testing.T) {
 		{"whole zone, two of three", withMood("CURIOUS", map[string]any{"network": true, "private_data": false, "credentials": true})},
 		{"tools replaced", withMood("PARANOID", map[string]any{"tools": []any{"choir.fs.read", "choir.web.*"}, "verifiers": []any{"gosec", "go-vet"}})},
 		{"deferential", withMood("DEFERENTIAL", map[string]any{"tools": []any{}})},
+		{"verifiers", withHeadless("verifiers", map[string]any{"go-test": map[string]any{"command": []any{"go", "test", "./..."}, "timeout_s": 900}, "lint": map[string]any{"command": []any{"sh", "-c", "test -z \"$(gofmt -l .)\""}}})},
+		{"max runs", withHeadless("max_runs", 4)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(mutate(t, example, tc.mutate))
@@ -100,6 +109,14 @@ func TestHeadlessRefused(t *testing.T) {
 		{"tool calls negative", withMood("CALM", map[string]any{"budgets": map[string]any{"tool_calls": -1}}), "headless.moods.CALM.budgets.tool_calls", "0 to 100000"},
 		{"wall time a week", withMood("CALM", map[string]any{"budgets": map[string]any{"wall_time_s": 604800}}), "headless.moods.CALM.budgets.wall_time_s", "60 to 86400"},
 		{"override unknown field", withMood("CALM", map[string]any{"netwrok": true}), "headless.moods.CALM.netwrok", `did you mean "network"`},
+		// Verifiers and limits.
+		{"verifier empty command", withHeadless("verifiers", map[string]any{"t": map[string]any{"command": []any{}}}), "headless.verifiers.t.command", "want the command as a list"},
+		{"verifier command a string", withHeadless("verifiers", map[string]any{"t": map[string]any{"command": "go test"}}), "headless.verifiers.t.command", "want an array"},
+		{"verifier NUL", withHeadless("verifiers", map[string]any{"t": map[string]any{"command": []any{"go", "te\u0000st"}}}), "headless.verifiers.t.command[1]", "NUL"},
+		{"verifier name", withHeadless("verifiers", map[string]any{"Go Test": map[string]any{"command": []any{"go"}}}), "headless.verifiers.Go Test", "verifier name"},
+		{"verifier timeout", withHeadless("verifiers", map[string]any{"t": map[string]any{"command": []any{"go"}, "timeout_s": 86400}}), "headless.verifiers.t.timeout_s", "1 to 7200"},
+		{"verifier unknown field", withHeadless("verifiers", map[string]any{"t": map[string]any{"cmd": []any{"go"}}}), "headless.verifiers.t.cmd", "unknown field"},
+		{"max runs", withHeadless("max_runs", 1000), "headless.max_runs", "1 to 64"},
 		{"network a string", withMood("CALM", map[string]any{"network": "off", "private_data": true, "credentials": false}), "headless.moods.CALM.network", "want true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
