@@ -744,3 +744,27 @@ func TestConcurrentRunsOfOneRepository(t *testing.T) {
 		t.Errorf("working copy not clean: %q", st)
 	}
 }
+
+func TestOpenFindsTheWorktreeAfterARestart(t *testing.T) {
+	ctx := context.Background()
+	repo, m := newRepo(t)
+	w, err := m.Create(ctx, repo, "r-0000000000f7", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(w.Dir, ".git"), "gitdir: /somewhere/else\n") // the agent's doing
+	m2, _ := New(m.Root())
+	got, err := m2.Open(ctx, repo, w.RunID, w.Target, w.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *got != *w {
+		t.Errorf("Open = %+v; want %+v", got, w)
+	}
+	if _, err := w.Discard(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m2.Open(ctx, repo, w.RunID, w.Target, w.Base); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open after Discard = %v; want os.ErrNotExist", err)
+	}
+}
