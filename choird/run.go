@@ -91,6 +91,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	rpcServer.Observe = countRPC // metrics.go
+	// modelproxy.go: the agents' model calls, carried with the keys choird holds
+	rpcServer.Models = &modelProxy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "modelproxy")}
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
 	agentsMgr.Images = imageStore{st}
