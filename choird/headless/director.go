@@ -20,8 +20,18 @@ type Director struct {
 	KnownAgent func(id string) bool
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Changed, when set, is called after a run was queued or a receipt
+	// appended to it (not for a resend), outside the Director's lock: the
+	// director loop wakes on it (a run queued, a human's decision).
+	Changed func(runID string, kind Kind)
 
 	mu sync.Mutex
+}
+
+func (d *Director) changed(runID string, kind Kind) {
+	if d.Changed != nil {
+		d.Changed(runID, kind)
+	}
 }
 
 // New returns a Director over s.
@@ -414,6 +424,14 @@ func (d *Director) CancelWorkItem(ctx context.Context, id string) (WorkItem, err
 // most one run that has not ended. The executor that performs runs takes
 // it from there (MarkRunning).
 func (d *Director) StartRun(ctx context.Context, n NewRun) (Run, error) {
+	r, err := d.startRun(ctx, n)
+	if err == nil {
+		d.changed(r.ID, "")
+	}
+	return r, err
+}
+
+func (d *Director) startRun(ctx context.Context, n NewRun) (Run, error) {
 	if err := n.Check(); err != nil {
 		return Run{}, err
 	}

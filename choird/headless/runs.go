@@ -36,6 +36,14 @@ type step struct {
 // after a crash is harmless); otherwise the run's status is checked and
 // the receipt appended with its move, at once.
 func (d *Director) append(ctx context.Context, s step) (Receipt, bool, error) {
+	rec, fresh, err := d.appendLocked(ctx, s)
+	if fresh {
+		d.changed(s.runID, s.kind)
+	}
+	return rec, fresh, err
+}
+
+func (d *Director) appendLocked(ctx context.Context, s step) (Receipt, bool, error) {
 	if !ValidRunID(s.runID) {
 		return Receipt{}, false, invalid("run", "give a run id as `choirctl run list` shows it (r- and 12 hex digits)", "%q is not a run id", s.runID)
 	}

@@ -39,6 +39,7 @@ func (r *Runner) Loop(ctx context.Context, max int, s *sched.Scheduler) {
 		if s != nil {
 			r.schedule(ctx, s)
 		}
+		r.settleDecided(ctx, &wg)
 		queued, err := r.queued(ctx)
 		if err != nil && ctx.Err() == nil {
 			r.log().Warn("queued runs not read", "error", err)
@@ -112,6 +113,32 @@ func (r *Runner) kickc() chan struct{} {
 }
 
 func (r *Runner) kicked() <-chan struct{} { return r.kickc() }
+
+// settleDecided carries out the decisions a human made on runs that
+// waited for one (choirctl run approve|reject): an approval is committed,
+// a rejection ends the run.
+func (r *Runner) settleDecided(ctx context.Context, wg *sync.WaitGroup) {
+	runs, err := r.Director.Runs(ctx, "", "")
+	if err != nil {
+		return
+	}
+	for _, hr := range runs {
+		if (hr.Status != headless.RunAwaitingApproval && hr.Status != headless.RunRunning) || r.Active(hr.ID) {
+			continue
+		}
+		rs, err := r.Director.Receipts(ctx, hr.ID, 0)
+		if err != nil || len(rs) == 0 || rs[len(rs)-1].Kind != headless.KindCommitDecision {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.resume(ctx, hr.ID, map[string]bool{}); err != nil && ctx.Err() == nil {
+				r.log().Warn("decided run not settled", "run", hr.ID, "error", err)
+			}
+		}()
+	}
+}
 
 // queued lists the queued runs, oldest first.
 func (r *Runner) queued(ctx context.Context) ([]string, error) {

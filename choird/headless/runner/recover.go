@@ -108,6 +108,9 @@ func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool
 		return r.fail(ctx, x, headless.RunDiscarded, "choird restarted and the worktree no longer holds the recorded patch; nothing was committed")
 	}
 	x.patch, x.answer = p, answer
+	if dec, ok := rejected(rs); ok && x.Status == headless.RunRunning {
+		return r.fail(ctx, x, headless.RunFailed, "its commit was rejected by "+decidedBy(dec)+reasonOf(dec))
+	}
 	switch x.Status {
 	case headless.RunRunning, headless.RunVerifying:
 		return r.verifyAndCommit(ctx, x)
@@ -171,6 +174,25 @@ func approved(rs []headless.Receipt) (headless.Receipt, bool) {
 		}
 	}
 	return dec, ok
+}
+
+// rejected returns the last receipt when it is a decision that rejected
+// the commit.
+func rejected(rs []headless.Receipt) (headless.Receipt, bool) {
+	if len(rs) == 0 || rs[len(rs)-1].Kind != headless.KindCommitDecision {
+		return headless.Receipt{}, false
+	}
+	var b headless.CommitDecisionBody
+	last := rs[len(rs)-1]
+	return last, json.Unmarshal(last.Body, &b) == nil && !b.Approved
+}
+
+func reasonOf(rec headless.Receipt) string {
+	var b headless.CommitDecisionBody
+	if json.Unmarshal(rec.Body, &b) == nil && b.Reason != "" {
+		return ": " + b.Reason
+	}
+	return ""
 }
 
 func decidedBy(rec headless.Receipt) string {

@@ -348,6 +348,56 @@ func TestHighRiskWaitsForAHuman(t *testing.T) {
 	if n := e.notices(); len(n) != 1 || !strings.Contains(n[0], "waits for your decision") {
 		t.Errorf("DM report = %q; want the approval asked for", n)
 	}
+	if _, _, err := e.dir.DecideCommit(context.Background(), r, true, "policy", "", "policy-try"); err == nil {
+		t.Fatal("the policy approved a high-risk run's commit")
+	}
+
+	// The human approves; the loop commits.
+	if _, _, err := e.dir.DecideCommit(context.Background(), r, true, "human:ann", "looks right", "human"); err != nil {
+		t.Fatal(err)
+	}
+	e.loopUntil(t, r, headless.RunCommitted)
+	if got := e.commits(t); len(got) != 2 {
+		t.Errorf("commits after the human's approval = %q; want the run's", got)
+	}
+}
+
+// A human's rejection ends the run with nothing committed.
+func TestHumanRejectionEndsTheRun(t *testing.T) {
+	e := newEnv(t, "42\n")
+	it := e.workItem(t, headless.RiskHigh)
+	r := e.queue(t, it.ID)
+	if err := e.runner.Perform(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.dir.DecideCommit(context.Background(), r, false, "human:ann", "not like this", "human"); err != nil {
+		t.Fatal(err)
+	}
+	e.loopUntil(t, r, headless.RunFailed)
+	if got := e.commits(t); len(got) != 1 {
+		t.Errorf("commits after a rejection = %q; want none by the run", got)
+	}
+	if n := e.notices(); !strings.Contains(n[len(n)-1], "rejected by human:ann: not like this") {
+		t.Errorf("DM reports = %q; want the rejection reported", n)
+	}
+}
+
+// loopUntil runs the loop until run r has status want (or a deadline).
+func (e *env) loopUntil(t *testing.T, r string, want headless.RunStatus) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.runner.Loop(ctx, 2, nil); close(done) }()
+	e.runner.Kick()
+	deadline := time.Now().Add(30 * time.Second)
+	for e.status(t, r) != want && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	<-done
+	if got := e.status(t, r); got != want {
+		t.Fatalf("run %s is %s; want %s (receipts %v)", r, got, want, e.kinds(t, r))
+	}
 }
 
 // choird killed during verification: the next start resumes the
@@ -498,11 +548,11 @@ func TestRepeatedFailuresChangeTheMood(t *testing.T) {
 func TestLoopPerformsQueuedRuns(t *testing.T) {
 	e := newEnv(t, "42\n")
 	it := e.workItem(t, headless.RiskLow)
+	e.dir.Changed = func(string, headless.Kind) { e.runner.Kick() }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { e.runner.Loop(ctx, 2, nil); close(done) }()
-	r := e.queue(t, it.ID)
-	e.runner.Kick()
+	r := e.queue(t, it.ID) // Changed kicks the loop
 	deadline := time.Now().Add(30 * time.Second)
 	for e.status(t, r) != headless.RunCommitted && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
