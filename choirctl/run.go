@@ -4,15 +4,20 @@ package main
 // choirctl run list [--agent A] [--work ID] [--json]
 // choirctl run show <id> [--json]
 // choirctl run receipts <id> [--after SEQ] [--json]
+// choirctl run approve <id> [--reason R] [--json]
+// choirctl run reject <id> --reason R [--json]
 //
 // Headless runs (seed 002): one bounded episode of one work item, in one
-// mood, under budgets, leaving an append-only log of receipts. `run start`
-// records a queued run only: the executor that performs runs is not built
-// yet, so nothing picks the run up in this version.
+// mood, under budgets, leaving an append-only log of receipts. choird's
+// director loop performs a queued run: a worktree, the agent's run session,
+// verifiers apart, and a commit of what passed (a high-risk work item's
+// waits for `run approve`).
 
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/user"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -22,17 +27,70 @@ import (
 
 // runCommands are the subcommands of `choirctl run`.
 var runCommands = []command{
-	{name: "start", args: "<work-item> [--mood M] [--trigger T] [--tokens N] [--wall D] [--tool-calls N] [--json]", summary: "queue a run of a ready work item (recorded only: no executor picks it up yet)", run: runStartCmd},
+	{name: "start", args: "<work-item> [--mood M] [--trigger T] [--tokens N] [--wall D] [--tool-calls N] [--json]", summary: "queue a run of a ready work item; choird performs it", run: runStartCmd},
 	{name: "list", args: "[--agent A] [--work ID] [--json]", summary: "runs, newest first, with their status", run: runListCmd},
 	{name: "show", args: "<id> [--json]", summary: "one run with its commit check", run: runShowCmd},
 	{name: "receipts", args: "<id> [--after SEQ] [--json]", summary: "a run's receipts in order", run: runReceiptsCmd},
+	{name: "approve", args: "<id> [--reason R] [--json]", summary: "approve the commit of a run that waits for a human", run: runApproveCmd},
+	{name: "reject", args: "<id> --reason R [--json]", summary: "reject the commit of a run that waits for a human: it ends, nothing committed", run: runRejectCmd},
+}
+
+func runApproveCmd(ctx context.Context, e *env, args []string) error {
+	return runDecide(ctx, e, args, true)
+}
+
+func runRejectCmd(ctx context.Context, e *env, args []string) error {
+	return runDecide(ctx, e, args, false)
+}
+
+// runDecide records a human's decision on a run awaiting approval.
+func runDecide(ctx context.Context, e *env, args []string, approve bool) error {
+	verb := map[bool]string{true: "approve", false: "reject"}[approve]
+	fs := newFlags(e, "run "+verb, "run "+verb+" <id> [--reason R] [--json]\n\n"+
+		"A run of a high-risk work item whose verifiers passed waits for a human.\n"+
+		"approve: choird commits its patch (the one the verifiers passed);\n"+
+		"reject: the run ends and nothing is committed. Recorded as a\n"+
+		"CommitDecision receipt by human:<your user name>.")
+	reason := fs.String("reason", "", "why (required to reject)")
+	asJSON := fs.Bool("json", false, "print the decision's receipt as JSON")
+	id, err := oneArg(fs, args, "run id")
+	if err != nil {
+		return err
+	}
+	if !approve && strings.TrimSpace(*reason) == "" {
+		return usagef("run reject needs --reason: the agent's DM and the receipts say why")
+	}
+	by := os.Getenv("USER")
+	if u, err := user.Current(); err == nil && u.Username != "" {
+		by = u.Username
+	}
+	if by == "" {
+		by = "operator"
+	}
+	c := e.client()
+	defer c.Close()
+	out, err := c.DecideRun(ctx, id, ctl.RunDecision{Approve: approve, Reason: *reason, By: by})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, out)
+	}
+	if approve {
+		fmt.Fprintf(e.stdout, "%s approved (receipt %s#%d): choird commits it now; see choirctl run show %s\n", id, id, out.Receipt.Seq, id)
+	} else {
+		fmt.Fprintf(e.stdout, "%s rejected (receipt %s#%d): the run ends with nothing committed\n", id, id, out.Receipt.Seq)
+	}
+	return nil
 }
 
 func runStartCmd(ctx context.Context, e *env, args []string) error {
 	fs := newFlags(e, "run start", "run start <work-item> [--mood M] [--trigger T] [--tokens N] [--wall D] [--tool-calls N] [--json]\n\n"+
-		"This version records the run as queued, bound to the work item, and\n"+
-		"nothing more: the executor that performs runs comes later, so no agent\n"+
-		"picks the run up yet. A work item has at most one run that has not ended.")
+		"Queues a run of the work item; choird's director loop performs it: a git\n"+
+		"worktree of the agent's workspace, the agent's run session in the mood's\n"+
+		"profile, the work item's verifiers in containers of their own, and a\n"+
+		"commit only of what passed. A work item has at most one run that has not\n"+
+		"ended. Follow it with choirctl run show|receipts <id>.")
 	mood := fs.String("mood", "CALM", "the run's mood (CALM, CURIOUS, SKEPTICAL, PARANOID, CONTRITE, ...)")
 	trigger := fs.String("trigger", "manual", "what asked for the run, recorded with it")
 	tokens := fs.Int64("tokens", 0, "token budget (0: the mood's default)")
@@ -56,7 +114,7 @@ func runStartCmd(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e, r)
 	}
-	fmt.Fprintf(e.stdout, "%s queued for %s (%s, %s); no executor runs it in this version\n", r.ID, r.WorkItem, r.Agent, r.Mood)
+	fmt.Fprintf(e.stdout, "%s queued for %s (%s, %s); follow it with choirctl run show %s\n", r.ID, r.WorkItem, r.Agent, r.Mood, r.ID)
 	return nil
 }
 

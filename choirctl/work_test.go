@@ -160,6 +160,8 @@ func TestWorkAndRunUsageErrors(t *testing.T) {
 		{"run", "start", "w-000000000000", "--tokens", "-5"},
 		{"run", "receipts", "r-000000000000", "--after", "-1"},
 		{"run", "list", "extra"},
+		{"run", "reject", "r-000000000000"},
+		{"run", "approve"},
 		{"state", "extra"},
 		{"state", "--bogus"},
 	} {
@@ -167,8 +169,8 @@ func TestWorkAndRunUsageErrors(t *testing.T) {
 			t.Errorf("choirctl %s = %d %q; want 2 with the usage", strings.Join(args, " "), code, stderr)
 		}
 	}
-	// run start says, in its help, that it only records a queued run.
-	if out, _, code := ctlRun(t, home, "", "run", "start", "--help"); code != 0 || !strings.Contains(out, "records the run as queued") || !strings.Contains(out, "executor") {
-		t.Errorf("run start --help = %d %q; want it to say the run is only recorded", code, out)
+	// run start says, in its help, what performs the run.
+	if out, _, code := ctlRun(t, home, "", "run", "start", "--help"); code != 0 || !strings.Contains(out, "director loop performs it") {
+		t.Errorf("run start --help = %d %q; want it to say choird performs the run", code, out)
 	}
 }

@@ -246,6 +246,16 @@ func (p *Plane) registerHeadlessRoutes(mux *http.ServeMux) {
 		}
 		return appended(d.RequestCommit(r.Context(), r.PathValue("id"), headless.CommitRequest{Summary: req.Summary, Patch: req.Patch}, req.IdempotencyKey))
 	})
+	handle("POST", "/run/{id}/decision", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
+		var req ctl.RunDecision
+		if err := decode(w, r, maxRunBody, "decision", &req); err != nil {
+			return nil, err
+		}
+		if req.By == "" {
+			return nil, ctl.Errorf(http.StatusBadRequest, "bad_request", "decision: say who decides in \"by\" (choirctl sends your user name)")
+		}
+		return appended(d.DecideCommit(r.Context(), r.PathValue("id"), req.Approve, "human:"+req.By, req.Reason, ""))
+	})
 	handle("GET", "/receipts/{id}", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
 		var after int64
 		if s := r.URL.Query().Get("after"); s != "" {

@@ -139,6 +139,9 @@ func TestHeadlessEndpoints(t *testing.T) {
 	if code, body := call(t, raw, "GET", "/v1/run/"+run.ID, "", &detail); code != 200 || detail.Run.Status != "awaiting_approval" || !detail.Check.Ready || detail.Receipts != 4 {
 		t.Errorf("GET /v1/run/{id} = %d %s; want awaiting_approval, ready, 4 receipts", code, body)
 	}
+	if code, body := call(t, raw, "POST", "/run/"+run.ID+"/decision", `{"approve":true}`, nil); code != 400 || !strings.Contains(body, "who decides") {
+		t.Errorf("decision without by = %d %s; want 400 asking who decides", code, body)
+	}
 	var rs []ctl.Receipt
 	if code, body := call(t, raw, "GET", "/receipts/"+run.ID+"?after=1", "", &rs); code != 200 || len(rs) != 3 || rs[0].Seq != 2 {
 		t.Errorf("GET /receipts/{id}?after=1 = %d %s", code, body)

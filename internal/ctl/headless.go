@@ -196,6 +196,25 @@ type CommitRequestBody struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 }
 
+// RunDecision is POST /run/<id>/decision: a human's decision on a run
+// that waits for one (a high-risk work item's commit). By names who
+// decided (recorded as "human:<by>").
+type RunDecision struct {
+	Approve bool   `json:"approve"`
+	Reason  string `json:"reason,omitempty"`
+	By      string `json:"by"`
+}
+
+// DecideRun records a human's decision on a run's commit request; the
+// director loop then commits it or ends it.
+func (c *Client) DecideRun(ctx context.Context, runID string, d RunDecision) (*Appended, error) {
+	var out Appended
+	if err := c.postJSON(ctx, "/v1/run/"+url.PathEscape(runID)+"/decision", d, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // AHDBState is the state vector rebuilt from receipts (seed 002 §5).
 type AHDBState struct {
 	Assert []struct {
