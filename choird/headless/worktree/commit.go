@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -82,7 +83,8 @@ func short(h string) string { return h[:min(12, len(h))] }
 //
 // Commit is idempotent: if a commit of this run exists already (an earlier
 // Commit was interrupted, choird was killed before writing the receipt), it
-// is used instead of making another, and Result.Resumed is true.
+// is used instead of making another, and Result.Resumed is true; one
+// already on the target (even below later commits) is left as it is.
 func (w *Worktree) Commit(ctx context.Context, d Decision, msg string, who Identity) (Result, error) {
 	if d.RunID != w.RunID {
 		return Result{}, fmt.Errorf("commit run %s with the decision for run %s: refused", w.RunID, d.RunID)
@@ -103,6 +105,10 @@ func (w *Worktree) Commit(ctx context.Context, d Decision, msg string, who Ident
 	commit, resumed := found.Commit, found.Commit != ""
 	if resumed && found.Patch != d.Patch {
 		return Result{}, fmt.Errorf("commit run %s: its commit %s carries patch %s, not the approved %s", w.RunID, short(commit), found.Patch, d.Patch)
+	}
+	if resumed && slices.Contains(found.Branches, w.Target) {
+		// Already on the target (perhaps with the user's commits on top).
+		return Result{Commit: commit, Target: w.Target, Resumed: true}, nil
 	}
 	if !resumed {
 		if commit, err = w.record(ctx, d, msg, who); err != nil {

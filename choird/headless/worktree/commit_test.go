@@ -183,6 +183,21 @@ func TestCommitIsIdempotentAcrossAKill(t *testing.T) {
 			t.Errorf("%d commits of the run; want exactly 1", n)
 		}
 	})
+	t.Run("the user committed on top before the restart", func(t *testing.T) {
+		write(t, filepath.Join(repo, "user.txt"), "mine\n")
+		gitT(t, repo, "add", "user.txt")
+		gitT(t, repo, "commit", "-q", "-m", "user's work on top")
+		top := gitT(t, repo, "rev-parse", "main")
+		var again Worktree
+		json.Unmarshal(saved, &again)
+		res, err := again.Commit(ctx, d, "fix", agent)
+		if err != nil || !res.Resumed {
+			t.Fatalf("Commit after the user committed on top = %+v, %v; want Resumed", res, err)
+		}
+		if gitT(t, repo, "rev-parse", "main") != top || commitsWithTrailer(t, repo, w.RunID) != 1 {
+			t.Error("the repeated Commit changed main or made another commit")
+		}
+	})
 }
 
 // Killed after the commit was recorded on the run's branch but before the
