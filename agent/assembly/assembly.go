@@ -67,6 +67,8 @@ type Runtime struct {
 	// fallbacksTold holds the fallback notices given this turn (models.go).
 	fallbacksTold map[string]bool
 	spend         *spendState // SPEND, the caps' reservations (spend.go)
+	// carrier reaches the model calls choird carries (modelproxy.go).
+	carrier modelCarrier
 }
 
 // maxSeen bounds the remembered message ids (at-least-once delivery only
@@ -82,7 +84,7 @@ func New(cp rpc.ControlPlane, sess *session.Session, cfg Config) *Runtime {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Runtime{cfg: cfg, cp: session.Redacted(cp, sess.Redactor), sess: sess, log: sess.Redactor.Logger(log),
-		seen: map[string]bool{}, clients: map[string]*openai.Client{}, spend: newSpendState(cp)}
+		seen: map[string]bool{}, clients: map[string]*openai.Client{}, spend: newSpendState(cp), carrier: carrierOf(cp)}
 }
 
 // Attach installs the runtime in the session's hooks.

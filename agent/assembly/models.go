@@ -60,6 +60,9 @@ func (rt *Runtime) client(d config.Dynamic, name string) (*openai.Client, error)
 	if !ok {
 		return nil, fmt.Errorf("the model %q is not in the config choird sent", name)
 	}
+	if rt.proxied() {
+		return rt.proxyClient(name) // modelproxy.go: choird holds the key
+	}
 	key := ""
 	if m.Secret != "" {
 		var ok bool
@@ -90,7 +93,7 @@ func (rt *Runtime) withTemplate(req openai.ChatRequest, name string, m config.Mo
 		return req, nil
 	}
 	req.Extra = m.Request.Body
-	if len(m.Request.Headers) == 0 {
+	if len(m.Request.Headers) == 0 || rt.proxied() { // choird adds them (modelproxy.go)
 		return req, nil
 	}
 	req.Header = http.Header{}
