@@ -103,7 +103,9 @@ func (m *Manager) end(r *Run, status, reason string) {
 	if m.ending == nil {
 		m.ending = map[string]int{}
 	}
-	m.ending[r.AgentID]++
+	if r.perf == nil { // a run session holds no lease of the agent's
+		m.ending[r.AgentID]++
+	}
 	m.mu.Unlock()
 	// A session that got as far as INIT_HELLO may have had a user waiting.
 	wasRunning := r.getState() != StateStarting
@@ -137,6 +139,10 @@ func (m *Manager) end(r *Run, status, reason string) {
 	m.recordLiveness(ctx, []*Run{r}) // its last heartbeat, before the end (liveness.go)
 	if err := m.Store.EndSession(ctx, r.SessionID, status, reason); err != nil {
 		m.logf(r, "record the session's end failed", "error", err.Error())
+	}
+	if r.perf != nil {
+		m.endedRun(r, status, reason) // run_session.go: nothing of the agent's to release or tell
+		return
 	}
 	released := m.Leases.Release(r.AgentID)
 	m.mu.Lock()

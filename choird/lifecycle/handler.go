@@ -52,6 +52,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 	}
 	_, version := m.Config()
 	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version, ModelProxy: r.ModelProxy}
+	r.perf.brief(&resp) // run_session.go: a run session's brief
 	if r.resume != nil {
 		rec, err := m.recovery(ctx, r)
 		if err != nil {
@@ -71,7 +72,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 		close(r.ready)
 		m.imageAccepted(r.AgentID)
 		m.logf(r, "agent said hello", "image_version", req.ImageVersion, "status", resp.Status)
-		if m.SessionOpened != nil {
+		if m.SessionOpened != nil && r.perf == nil {
 			m.SessionOpened(r.AgentID, r.SessionID)
 		}
 	}
@@ -92,6 +93,7 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	}
 	bound := l.Config.BoundSecrets(b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
 	bound = append(bound, m.mcpSecrets(ctx, r, l.Config)...) // mcp_secrets.go
+	bound = r.perf.secrets(bound, l.Config)                  // run_session.go: a run's may be fewer
 	names := req.Resources
 	if len(names) == 0 {
 		names = bound
@@ -224,7 +226,9 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 		return rpc.ConfigResp{ConfigVersion: version}, nil
 	}
 	b := r.bindings()
-	blob, err := json.Marshal(l.Config.DynamicFor(version, b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email))
+	dyn := l.Config.DynamicFor(version, b.LLM, b.CoreLLM, b.SummaryLLM, b.VoiceProfile, b.GitIdentity, b.Notion, b.Email)
+	r.perf.budgets(&dyn) // run_session.go: a run's own budgets
+	blob, err := json.Marshal(dyn)
 	if err != nil {
 		return rpc.ConfigResp{}, err
 	}

@@ -58,6 +58,9 @@ type SessionRecord struct {
 	// Resume reopens the ended session SessionID instead of recording a
 	// new one (§13.2).
 	Resume bool
+	// Kind is SessionRun for a run session (run_session.go), "" for an
+	// interactive one; RunID names the run it performs.
+	Kind, RunID string
 }
 
 // Store is what the lifecycle needs from Postgres.
@@ -130,6 +133,7 @@ type Run struct {
 	socket   io.Closer            // the agent's own control socket
 	started  rpc.ResourceBindings // as resolved at start; Bindings may change (model set)
 	resume   *resumeInfo          // set when this run resumes an ended session
+	perf     *performing          // set for a run session (run_session.go)
 	ready    chan struct{}        // closed at INIT_HELLO
 	exited   chan struct{}        // closed when the container has exited
 	exitCode int64

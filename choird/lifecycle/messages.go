@@ -69,6 +69,9 @@ func (m *Manager) HandleHostTool(ctx context.Context, req rpc.HostToolReq) (rpc.
 		if err := rpc.DecodeStrict(req.Input, &msg); err != nil {
 			return toolError(req.CallID, "bad_input", err.Error()), nil
 		}
+		if r.perf != nil { // run_session.go: the run's answer, not the DM's
+			return r.perf.deliver(req.CallID, msg), nil
+		}
 		if m.Outbox == nil {
 			return toolError(req.CallID, "unavailable", "no DM delivery in this choird"), nil
 		}

@@ -217,8 +217,8 @@ func (m *Manager) Monitor(ctx context.Context) {
 		l, _ := m.Config()
 		threshold := time.Duration(l.Config.CrashDetectionThresholdMS) * time.Millisecond
 		m.mu.Lock()
-		runs := make([]*Run, 0, len(m.runs))
-		for _, r := range m.runs {
+		runs := make([]*Run, 0, len(m.sessions)) // run sessions too (run_session.go)
+		for _, r := range m.sessions {
 			runs = append(runs, r)
 		}
 		m.mu.Unlock()

@@ -20,6 +20,9 @@ func (m *Manager) AfterStart(ctx context.Context) {
 	m.stale = nil
 	m.mu.Unlock()
 	for _, s := range stale {
+		if s.Kind == SessionRun {
+			continue // a run's director learns it from the run's status, not the DM; it is not restarted
+		}
 		r := &Run{AgentID: s.AgentID, SessionID: s.SessionID, StartedAt: s.StartedAt, Bindings: s.Bindings, started: s.Bindings}
 		const reason = "choird stopped while the session ran"
 		note := m.restartAfterCrash(r, reason)
