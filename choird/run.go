@@ -178,6 +178,12 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	// the restart policy starts their agents again (resuming them).
 	go agentsMgr.AfterStart(monitorCtx)
 	sweepMemory(mem, plane)
+	// The director loop of headless runs (headless_runs.go).
+	stopHeadless, err := startHeadless(plane, st, director, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"))
+	if err != nil {
+		log.Error("headless runs not started", logs.KeyError, err.Error())
+		stopHeadless = func() {}
+	}
 
 	select {
 	case <-ctx.Done():
@@ -191,6 +197,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	// before them, the restart policy's pending restarts, so none starts
 	// an agent again meanwhile.
 	agentsMgr.StopRestarts()
+	stopHeadless() // runs in progress stop where they are; the next start settles them
 	stopAgents(agentsMgr, log)
 	stopMonitor()
 	endStreams()

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"choir/agent/builtin"
+	"choir/choird/control"
+	"choir/choird/headless"
+	"choir/choird/headless/mood"
+	"choir/choird/headless/objects"
+	"choir/choird/headless/runner"
+	"choir/choird/headless/sched"
+	"choir/choird/headless/verify"
+	"choir/choird/headless/worktree"
+	"choir/choird/lifecycle"
+	"choir/choird/store"
+	"choir/internal/config"
+	"choir/internal/docker"
+	"choir/internal/rpc"
+)
+
+// startHeadless starts the director loop of headless runs (issue 16):
+// it settles the runs a previous choird left half done, then performs
+// queued runs and the agents' schedules until stop is called (runs in
+// progress stop where they are; the next start settles them).
+func startHeadless(plane *control.Plane, st *store.Store, director *headless.Director, agents *lifecycle.Manager,
+	dc *docker.Client, home config.Home, instance string, log *slog.Logger) (stop func(), err error) {
+	wts, err := worktree.New(filepath.Join(home.Dir, "worktrees"))
+	if err != nil {
+		return nil, err
+	}
+	objs, err := objects.Open(filepath.Join(home.Dir, "objects"))
+	if err != nil {
+		return nil, err
+	}
+	cfg := func() *config.Config { return plane.Config().Config }
+	r := &runner.Runner{
+		Director: director, Worktrees: wts, Objects: objs, Log: log,
+		Verify:   &verify.Runner{Docker: dc, Objects: objs, Instance: instance, Limits: cfg().Container},
+		Sessions: runSessions{agents},
+		Agent:    func(ctx context.Context, id string) (runner.Agent, error) { return runAgent(ctx, cfg(), id) },
+		Moods:    func() (mood.Set, error) { return mood.Resolve(cfg().Headless) },
+		Verifiers: func(name string) (verify.Verifier, bool) {
+			var defs map[string]config.VerifierDef
+			if h := cfg().Headless; h != nil {
+				defs = h.Verifiers
+			}
+			d, ok := defs[name]
+			return verify.Verifier{Name: name, Command: d.Command, Timeout: d.Timeout()}, ok
+		},
+		Notify: func(agentID, text string) { runReport(agents, agentID, text, log) },
+	}
+	director.Changed = func(string, headless.Kind) { r.Kick() }
+	schedules, err := sched.FromConfig(cfg())
+	if err != nil {
+		return nil, fmt.Errorf("headless schedules: %w", err)
+	}
+	var s *sched.Scheduler
+	if len(schedules) > 0 {
+		s = sched.New(st.Fires(), schedules, sched.Options{})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := r.Recover(ctx); err != nil {
+			log.Warn("headless runs not all recovered", "error", err)
+		}
+		r.Loop(ctx, cfg().Headless.MaxRunsOrDefault(), s)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// runAgent is what a run needs of its agent, from the running config.
+func runAgent(ctx context.Context, c *config.Config, id string) (runner.Agent, error) {
+	a, ok := c.Agents[id]
+	if !ok {
+		return runner.Agent{}, fmt.Errorf("agent %s is not in config.json", id)
+	}
+	ws, ok := c.Workspaces[a.Defaults.Workspace]
+	if !ok {
+		return runner.Agent{}, fmt.Errorf("agent %s: its workspace %q is not in config.json", id, a.Defaults.Workspace)
+	}
+	gi := c.GitIdentities[a.Defaults.GitIdentity]
+	who := worktree.Identity{Name: gi.Name, Email: gi.Email}
+	if who.Name == "" || who.Email == "" {
+		who = worktree.Identity{Name: "choir agent " + id, Email: id + "@choir.invalid"}
+	}
+	return runner.Agent{Repo: ws.Path, Image: "choir-agent-" + id + ":latest", Identity: who,
+		// The built-in tools: their traits are known (mood.KnownTraits).
+		// Repo and MCP tools are not offered to runs yet.
+		Tools: builtin.Names()}, nil
+}
+
+// runSessions performs run sessions with the lifecycle.
+type runSessions struct{ m *lifecycle.Manager }
+
+func (s runSessions) Perform(ctx context.Context, t runner.Task) (runner.Outcome, error) {
+	out, err := s.m.Perform(ctx, lifecycle.Performance{RunID: t.RunID, AgentID: t.AgentID, Worktree: t.Worktree, WorkspaceRO: t.WorkspaceRO,
+		Objective: t.Objective, Tools: t.Tools, Network: t.Network, Credentials: t.Credentials,
+		Tokens: t.Tokens, ToolCalls: t.ToolCalls, WallTime: t.WallTime})
+	return runner.Outcome{SessionID: out.SessionID, Answer: out.Answer, Status: out.Status, Reason: out.Reason}, err
+}
+
+// runReport sends a run's report to the agent's DM.
+func runReport(agents *lifecycle.Manager, agentID, text string, log *slog.Logger) {
+	if agents.Outbox == nil {
+		return
+	}
+	dm := ""
+	if st, err := agents.Status(agentID); err == nil && st.Bindings != nil {
+		dm = st.Bindings.DM
+	}
+	if dm == "" {
+		l, _ := agents.Config()
+		dm = l.Config.Agents[agentID].Defaults.DM
+	}
+	if dm == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := agents.Outbox.Deliver(ctx, agentID, dm, rpc.DMSend{Kind: rpc.DMNotice, Text: text}); err != nil {
+		log.Warn("run report not delivered", "agent_id", agentID, "dm", dm, "error", err.Error())
+	}
+}
