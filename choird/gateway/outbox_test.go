@@ -51,6 +51,7 @@ func newOutboxRig(t testing.TB) *outboxRig {
 		t.Fatal(err)
 	}
 	srv := telegramtest.New(t)
+	srv.SetWaitTimeout(3 * time.Minute) // a deadline against a hang: the machine may be busy (-race, 1000 messages)
 	r := &outboxRig{t: t, srv: srv, bot: srv.AddBot(token, "choir_bot"), fc: newFakeControl(t), st: st, logs: &testkit.Buffer{}}
 	r.fc.bind("alice", "alpha")
 	return r
