@@ -1,12 +1,14 @@
 package lifecycle
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +19,7 @@ import (
 
 	"choir/choird/lease"
 	"choir/internal/docker"
+	"choir/internal/rpc"
 	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
@@ -130,6 +133,10 @@ func TestRunSessionOnARealEngine(t *testing.T) {
 	srv := &http.Server{Handler: model}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
+	// Model calls of sessions without network come through choird: the
+	// proxy hands them to the same model, noting the container's network.
+	proxy := &runProxy{model: model, dc: h.dc}
+	h.srv.Models = proxy
 	l, _ := h.m.Config()
 	mc := l.Config.Models["m"]
 	mc.Endpoint = "http://" + ln.Addr().String() + "/v1"
@@ -227,4 +234,58 @@ func TestRunSessionOnARealEngine(t *testing.T) {
 		t.Errorf("the scratch workspace is left: %v", left)
 	}
 	stillInteractive("after run 3")
+
+	// 4. Without network or credentials: the container has no network,
+	// the model calls come through choird, and the run still writes and
+	// answers.
+	const write4 = "write four.txt written offline"
+	out, err = h.m.Perform(ctx, Performance{RunID: "r-000000000004", AgentID: "lc-agent-1", Worktree: wt, Objective: write4,
+		Tools: []string{"choir.fs.write"}, WallTime: 2 * time.Minute})
+	if err != nil || out.Status != RunAnswered || out.Answer != "done" {
+		t.Fatalf("Perform(offline) = %+v, %v; want answered \"done\"", out, err)
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "four.txt")); err != nil || string(b) != "written offline" {
+		t.Errorf("four.txt = %q, %v", b, err)
+	}
+	if calls, modes := proxy.seen(); calls == 0 || !slices.Equal(modes, []string{"none"}) {
+		t.Errorf("the offline run's model calls through choird: %d, its container's network %v; want some, [none]", calls, modes)
+	}
+	stillInteractive("after run 4")
+}
+
+// runProxy carries model calls (rpc.ModelProxy) to runModel, noting the
+// network mode of the run containers that make them.
+type runProxy struct {
+	model *runModel
+	dc    *docker.Client
+	mu    sync.Mutex
+	calls int
+	modes []string
+}
+
+func (p *runProxy) ProxyModel(ctx context.Context, call rpc.ModelCall) (*rpc.ModelAnswer, error) {
+	cs, err := p.dc.ContainerList(ctx, docker.ContainerListOptions{Filters: docker.Filters{"label": {LabelSession + "=" + call.SessionID}}})
+	if err != nil || len(cs) != 1 {
+		return nil, fmt.Errorf("no container of session %s (%v)", call.SessionID, err)
+	}
+	c, err := p.dc.ContainerInspect(ctx, cs[0].ID)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	p.calls++
+	if !slices.Contains(p.modes, c.HostConfig.NetworkMode) {
+		p.modes = append(p.modes, c.HostConfig.NetworkMode)
+	}
+	p.mu.Unlock()
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/"+call.Op, bytes.NewReader(call.Body))
+	rec := httptest.NewRecorder()
+	p.model.ServeHTTP(rec, req)
+	return &rpc.ModelAnswer{Status: rec.Code, Header: http.Header{"Content-Type": {rec.Header().Get("Content-Type")}}, Body: rec.Body.Bytes()}, nil
+}
+
+func (p *runProxy) seen() (int, []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.calls, slices.Clone(p.modes)
 }
