@@ -64,7 +64,9 @@ func (b *bench) run(ctx context.Context) error {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
 		results = append(results, r)
-		b.say("N=%d measured", n)
+		b.say("N=%d measured; the table so far:", n)
+		one, ten := b.chatLabels()
+		writeTable(b.stderr, results, one, ten)
 	}
 	fmt.Fprintln(b.stdout)
 	b.printTable(results)
@@ -76,7 +78,13 @@ func (b *bench) run(ctx context.Context) error {
 }
 
 func (b *bench) printTable(rs []result) {
-	writeTable(b.stdout, rs, fmt.Sprintf("1 agent × %d in a row", b.chat1), fmt.Sprintf("10 agents × %d at once", b.chat10))
+	one, ten := b.chatLabels()
+	writeTable(b.stdout, rs, one, ten)
+}
+
+// chatLabels name the two chat measurements in the table.
+func (b *bench) chatLabels() (one, ten string) {
+	return fmt.Sprintf("1 agent × %d in a row", b.chat1), fmt.Sprintf("10 agents × %d at once", b.chat10)
 }
 
 // readBaseline waits for choird to settle with no agent, then reads its
