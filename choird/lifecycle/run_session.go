@@ -379,15 +379,17 @@ func (m *Manager) startRun(ctx context.Context, p Performance) (*Run, error) {
 	}
 	l, version := m.Config()
 	// The agent's default bindings, without taking a lease: the run has
-	// its own worktree and no DM; without credentials, no git identity,
-	// Notion, email or voice either.
+	// its own worktree, and no DM, Notion or email (exclusive resources
+	// of the agent's interactive session, and side effects outside the
+	// run's transaction); without credentials, no git identity or voice
+	// either.
 	b, _, err := lease.Resolve(l.Config, p.AgentID, lease.Overrides{})
 	if err != nil {
 		return nil, fmt.Errorf("perform run %s: %w", p.RunID, err)
 	}
-	b.DM = ""
+	b.DM, b.Notion, b.Email = "", "", ""
 	if !p.Credentials {
-		b.GitIdentity, b.Notion, b.Email, b.VoiceProfile = "", "", "", ""
+		b.GitIdentity, b.VoiceProfile = "", ""
 	}
 	wsPath, scratch := p.Worktree, ""
 	if wsPath == "" {
