@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"choir/choird/store"
 	"choir/internal/rpc"
@@ -88,6 +89,9 @@ func (g *Gateway) queue(ctx context.Context, agentID string, dm dmInfo, msg rpc.
 	if key == "" {
 		key = "choird-" + rpc.NewRequestID()
 	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
 	p := plan{Kind: msg.Kind, ReplyTo: replyTarget(msg.ReplyTo, dm.bot.name, dm.user)}
 	for _, t := range telegram.SplitText(msg.Text, 0) {
 		if strings.TrimSpace(t) != "" {
@@ -152,6 +156,22 @@ func (g *Gateway) queue(ctx context.Context, agentID string, dm dmInfo, msg rpc.
 		g.wakeSender(dm.name)
 	} else {
 		g.log.Info("message sent again by the agent; it is queued once", keyAgent, agentID, keyDM, dm.name, "outbox_id", m.ID)
+	}
+	return nil
+}
+
+// maxKey bounds a message's key (DMSend.ID): a call id is 36 bytes.
+const maxKey = 200
+
+// checkKey refuses a key Postgres could not index or store as text.
+func checkKey(key string) error {
+	if len(key) > maxKey {
+		return fmt.Errorf("choir.dm.send: id is %d bytes; at most %d (leave it empty: choird uses the call id)", len(key), maxKey)
+	}
+	for _, r := range key {
+		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
+			return fmt.Errorf("choir.dm.send: id %q holds a control character or invalid UTF-8; use printable characters (or leave it empty)", key)
+		}
 	}
 	return nil
 }

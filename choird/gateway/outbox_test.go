@@ -566,3 +566,59 @@ func TestOutboxCrashAfterTelegramAccepted(t *testing.T) {
 		t.Errorf("the possible duplicate is not logged:\n%s", r.logs.String())
 	}
 }
+
+// TestOutboxHostileMessages: what an agent may put in choir.dm.send. A
+// refused message is refused before anything is queued (the depth does
+// not move); an accepted one reaches the DM as sent.
+func TestOutboxHostileMessages(t *testing.T) {
+	r := newOutboxRig(t)
+	ws, _ := r.fc.WorkspacePath("alpha")
+	os.MkdirAll(filepath.Join(ws, ".choirtmp", "send"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".choirtmp", "send", "twice.txt"), []byte("once"), 0o644)
+	gw := r.gateway(nil)
+	r.run(gw)
+	long := strings.Repeat("é", 9000) // 3 parts of at most 4096 characters
+	for _, tc := range []struct {
+		name    string
+		msg     rpc.DMSend
+		refused string   // a substring of the error; "" when it is queued
+		want    []string // the texts the DM gets
+	}{
+		{"NUL in the text", rpc.DMSend{ID: "h1", Text: "a\x00b"}, "", []string{"a\x00b"}},
+		{"invalid UTF-8", rpc.DMSend{ID: "h2", Text: "bad \xff byte"}, "", []string{"bad \ufffd byte"}},
+		{"NUL in the id", rpc.DMSend{ID: "h\x003", Text: "x"}, "control character", nil},
+		{"newline in the id", rpc.DMSend{ID: "h\n4", Text: "x"}, "control character", nil},
+		{"id too long", rpc.DMSend{ID: strings.Repeat("k", 1000), Text: "x"}, "at most 200", nil},
+		{"nothing to send", rpc.DMSend{ID: "h5", Text: " \n\t"}, "nothing to send", nil},
+		{"a file outside send/", rpc.DMSend{ID: "h6", Text: "x", Files: []string{".choirtmp/send/../../secret"}}, "only files under", nil},
+		{"an absolute host path", rpc.DMSend{ID: "h7", Text: "x", Files: []string{"/etc/passwd"}}, "only files under", nil},
+		{"a missing file", rpc.DMSend{ID: "h8", Text: "x", Files: []string{".choirtmp/send/nope.txt"}}, "nope.txt", nil},
+		{"a long text", rpc.DMSend{ID: "h9", Text: long}, "", []string{strings.Repeat("é", 4096), strings.Repeat("é", 4096), strings.Repeat("é", 808)}},
+		{"a file named twice", rpc.DMSend{ID: "h10", Text: "twice", Files: []string{".choirtmp/send/twice.txt", "/workspace/.choirtmp/send/twice.txt"}}, "", []string{"twice", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(r.srv.Sent(r.bot, aliceUser))
+			depth := r.stats().Queued
+			tc.msg.Kind = rpc.DMReply
+			err := r.deliver(gw, tc.msg)
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("Deliver() = %v; want a refusal saying %q", err, tc.refused)
+				}
+				if d := r.stats().Queued; d > depth {
+					t.Errorf("a refused message was queued (depth %d → %d)", depth, d)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Deliver() = %v; want it queued", err)
+			}
+			sent := r.srv.WaitSent(t, r.bot, aliceUser, before+len(tc.want))
+			r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+			if got := texts(r.srv.Sent(r.bot, aliceUser)[before:]); !slices.Equal(got, tc.want) {
+				t.Errorf("the DM got %q; want %q", short(got), short(tc.want))
+			}
+			_ = sent
+		})
+	}
+}

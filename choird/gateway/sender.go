@@ -54,17 +54,35 @@ func (g *Gateway) startSenders(ctx context.Context, wg *sync.WaitGroup) {
 	if g.cfg.Outbox == nil {
 		return
 	}
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	if n, err := g.cfg.Outbox.PruneOutbox(pctx, time.Now().Add(-outboxRetention)); err != nil {
-		g.log.Warn("old outbox messages not pruned", keyError, err.Error())
-	} else if n > 0 {
-		g.log.Info("old outbox messages pruned", "messages", n)
-	}
-	cancel()
+	wg.Go(func() { g.pruneOutbox(ctx) })
 	for _, s := range g.senders {
 		wg.Go(func() { s.run(ctx) })
 	}
 }
+
+// pruneOutbox deletes finished messages past outboxRetention at the start
+// and every pruneEvery until ctx ends.
+func (g *Gateway) pruneOutbox(ctx context.Context) {
+	t := time.NewTicker(pruneEvery)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if n, err := g.cfg.Outbox.PruneOutbox(pctx, time.Now().Add(-outboxRetention)); err != nil && ctx.Err() == nil {
+			g.log.Warn("old outbox messages not pruned", keyError, err.Error())
+		} else if n > 0 {
+			g.log.Info("old outbox messages pruned", "messages", n)
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneEvery is how often finished outbox messages are pruned.
+const pruneEvery = 6 * time.Hour
 
 // run delivers the DM's queued messages until ctx ends, waiting for a new
 // one when the outbox is empty.

@@ -198,7 +198,7 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.dm_outbox (
     agent_id     text NOT NULL,
     dm           text NOT NULL,
     msg_key      text NOT NULL,
-    body         jsonb NOT NULL,
+    body         json NOT NULL, -- json, not jsonb: text with NUL (\u0000) is kept
     status       text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'sent', 'failed')),
     parts_done   integer NOT NULL DEFAULT 0,
     attempt      integer NOT NULL DEFAULT -1,
