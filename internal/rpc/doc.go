@@ -73,6 +73,14 @@
 // "replication_refused", the error carrying "head" ({"rev","hash"}): the
 // agent resends from head.rev+1.
 //
+// # Model calls (agent → choird → model)
+//
+//	POST /v1/model/<model name>/chat/completions
+//
+// When INIT_HELLO answers model_proxy, the agent sends its model calls
+// here with the envelope headers above and no key; choird adds the
+// model's endpoint, key and template headers (modelproxy.go).
+//
 // # Server push (choird → agent)
 //
 //	GET /events
