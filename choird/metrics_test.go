@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"choir/choird/store"
 	"choir/internal/config"
 	"choir/internal/ctl"
 	"choir/internal/metrics"
@@ -108,6 +109,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		Running:  func() int { return 1 },
 		Pending:  func(context.Context) (int, error) { return 2, nil },
 		Gateways: func() []ctl.GatewayStatus { return []ctl.GatewayStatus{{Gateway: "m-main", Updates: 5}} },
+		Outbox: func(context.Context) ([]store.OutboxStat, error) {
+			return []store.OutboxStat{{AgentID: "m-alpha", DM: "m-dm", Queued: 7}}, nil
+		},
 	}
 	addr, stop, err := startMetrics(loaded.Config, src, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -191,6 +195,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		`choir_agents{state="stopping"} 0`,
 		`choir_sessions_active 1`,
 		`choir_approvals_pending 2`,
+		`choir_outbox_depth{agent="m-alpha",dm="m-dm"} 7`,
 		`choir_telegram_updates_total{gateway="m-main"} 5`,
 		`choir_rpc_requests_total{verb="HEARTBEAT",code="ok"} 2`,
 		`choir_rpc_requests_total{verb="HEARTBEAT",code="unauthorized"} 1`,
