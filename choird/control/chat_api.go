@@ -28,9 +28,11 @@ type Messenger interface {
 	Inject(agentID, text string) error
 }
 
-// Outboxes fans an agent's outgoing messages out to several destinations:
-// the console always, the Telegram gateway when it runs. The first failure
-// is returned after every destination was tried.
+// Outboxes fans an agent's outgoing messages out to several destinations,
+// in order: the console first (its subscribers get the message at once,
+// from memory), then the Telegram gateway, which queues it in its durable
+// outbox and returns. The first failure is returned after every
+// destination was tried.
 type Outboxes []interface {
 	Deliver(ctx context.Context, agentID, dm string, msg rpc.DMSend) error
 }
