@@ -102,6 +102,9 @@ func (p *spendPlane) agent(sessionID string) (string, bool) {
 	if id, ok := p.agentOf[sessionID]; ok {
 		return id, true
 	}
+	if id, ok := p.agents.SessionOf(sessionID); ok { // run sessions too
+		return id, true
+	}
 	for _, st := range p.agents.List() {
 		if st.SessionID == sessionID && sessionID != "" {
 			if p.agentOf == nil {
