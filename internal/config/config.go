@@ -278,6 +278,10 @@ type Agent struct {
 	ModelProxy bool `json:"model_proxy,omitempty"`
 }
 
+// MaxOutboxMax bounds agents.<id>.outbox_max: at Telegram's pace a day
+// and a half of one chat's messages.
+const MaxOutboxMax = 100000
+
 // AgentDefaults names the resources an agent binds when started without
 // overrides (§6.4). Workspace, LLM, git identity and DM are required; the
 // others may be empty.

@@ -438,7 +438,9 @@ func (v *validator) agents() {
 		v.ref(p+".email", d.Email, "email account", email, false)
 		v.ref(p+".dm", d.DM, "dm", dms, true)
 		v.restart("agents."+name+".restart", a.Restart)
-		v.atLeast("agents."+name+".outbox_max", a.OutboxMax, 0, " (0 is the default, 1000 messages)")
+		if a.OutboxMax < 0 || a.OutboxMax > MaxOutboxMax {
+			v.add("agents."+name+".outbox_max", strconv.Itoa(a.OutboxMax), "want a number of messages between 0 (the default, 1000) and %d", MaxOutboxMax)
+		}
 	}
 }
 
