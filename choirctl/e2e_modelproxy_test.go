@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"io"
@@ -26,8 +28,14 @@ import (
 // the template's secret are nowhere in the container: not in its
 // environment, not among the secrets GET_SECRETS grants its session (asked
 // with the container's own lease token), not in any log; and that token
-// cannot reach a model the session is not bound to.
+// cannot reach a model the session is not bound to. Over the agent's socket
+// and over the HTTPS transport alike.
 func TestModelCallsCarriedByChoird(t *testing.T) {
+	t.Run("uds", func(t *testing.T) { modelCallsCarried(t, false) })
+	t.Run("https", func(t *testing.T) { modelCallsCarried(t, true) })
+}
+
+func modelCallsCarried(t *testing.T, overHTTPS bool) {
 	dc := dockertest.Engine(t)
 	home := filepath.Join(t.TempDir(), "h")
 	workspace := testkit.Workspace(t)
@@ -55,7 +63,11 @@ func TestModelCallsCarriedByChoird(t *testing.T) {
 		t.Fatalf("secret set gw-key = %d %s", code, stderr)
 	}
 	dockertest.AgentImage(t, dc, "mp-1", "mp1")
-	d := startChoird(t, home, env)
+	var args []string
+	if overHTTPS {
+		args = []string{"--transport=http", "--listen=" + dockertest.BridgeIP(t) + ":0"}
+	}
+	d := startChoird(t, home, env, args...)
 	waitReady(t, home, d)
 	if out, stderr, code := ctlRun(t, home, "", "agent", "start", "mp-1", "--dm=mp"); code != 0 {
 		t.Fatalf("agent start mp-1 = %d %q %q\n%s", code, out, stderr, d.stderr.String())
@@ -101,8 +113,19 @@ func TestModelCallsCarriedByChoird(t *testing.T) {
 			t.Errorf("the container's environment holds a model secret in %s", k)
 		}
 	}
-	sock := filepath.Join(config.Home{Dir: home}.AgentSocketDir(), "mp-1", "choird.sock")
-	cp, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: sock, SessionID: cenv["CHOIR_SESSION_ID"], LeaseToken: cenv["CHOIR_LEASE_TOKEN"]})
+	// The container's own control plane, with its token.
+	dir := filepath.Join(config.Home{Dir: home}.AgentSocketDir(), "mp-1")
+	o := rpc.Options{Transport: rpc.TransportUDS, Socket: filepath.Join(dir, "choird.sock"), SessionID: cenv["CHOIR_SESSION_ID"], LeaseToken: cenv["CHOIR_LEASE_TOKEN"]}
+	if overHTTPS {
+		pem, err := os.ReadFile(filepath.Join(dir, "ca.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(pem)
+		o.Transport, o.Endpoint, o.TLS = rpc.TransportHTTP, choirdStatus(t, home).AgentSocket, &tls.Config{RootCAs: pool}
+	}
+	cp, err := rpc.Dial(o)
 	if err != nil {
 		t.Fatal(err)
 	}
