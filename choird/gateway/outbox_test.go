@@ -622,3 +622,27 @@ func TestOutboxHostileMessages(t *testing.T) {
 		})
 	}
 }
+
+// TestOutboxRetriesServerErrors: Telegram in trouble (502, then a proxy's
+// HTML page) delays a message, never loses or repeats one.
+func TestOutboxRetriesServerErrors(t *testing.T) {
+	r := newOutboxRig(t)
+	gw := r.gateway(nil)
+	r.srv.FailNext(r.bot, "sendMessage", 1, telegramtest.ServerError(502))
+	r.srv.FailNext(r.bot, "sendMessage", 1, telegramtest.ProxyError(503))
+	want := numbered(3)
+	for i, text := range want {
+		if err := r.deliver(gw, rpc.DMSend{ID: fmt.Sprint("c", i), Kind: rpc.DMReply, Text: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.run(gw)
+	r.srv.WaitSent(t, r.bot, aliceUser, 3)
+	r.srv.Wait(t, "the outbox to be empty", func() bool { return r.stats().Queued == 0 })
+	if got := texts(r.srv.Sent(r.bot, aliceUser)); !slices.Equal(got, want) {
+		t.Errorf("Telegram got %q; want %q", got, want)
+	}
+	if st := r.stats(); st.Failed != 0 {
+		t.Errorf("outbox = %+v; want nothing failed: a 5xx is retried", st)
+	}
+}

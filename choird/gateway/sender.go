@@ -215,7 +215,9 @@ func (s *sender) deliver(ctx context.Context, m store.OutboxMessage) {
 				return // stopping before Telegram answered: resent after the restart
 			default:
 				log.Warn("part not delivered; trying again", "part", i, "pause", pause, keyError, err.Error())
+				mu.Unlock() // the DM's other answers (commands, approvals) need not wait for this one
 				pause = s.wait(ctx, pause)
+				mu.Lock()
 				continue
 			}
 			noteText := ""
