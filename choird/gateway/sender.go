@@ -187,13 +187,15 @@ func (s *sender) deliver(ctx context.Context, m store.OutboxMessage) {
 			replyTo = p.ReplyTo
 		}
 		pause := s.g.cfg.BackoffMin
+		started := i == m.PartsDone // NextOutbox recorded this part's start
 		for {
 			if ctx.Err() != nil {
 				return // stopping: the part stays queued
 			}
-			if !s.record("start part", func(ctx context.Context) error { return out.OutboxAttempt(ctx, m.ID, i) }) {
+			if !started && !s.record("start part", func(ctx context.Context) error { return out.OutboxAttempt(ctx, m.ID, i) }) {
 				return
 			}
+			started = false
 			id, err := s.sendPart(s.g.workCtx, files, pt, replyTo, refused)
 			var note refusedFile
 			if reason, ok := chatRefusal(err); ok {

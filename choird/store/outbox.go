@@ -108,10 +108,18 @@ const outboxKeyAndDepth = `SELECT
 	(SELECT id FROM choir_control.dm_outbox WHERE agent_id = $1 AND msg_key = $2),
 	(SELECT count(*) FROM choir_control.dm_outbox WHERE agent_id = $1 AND status = 'queued')`
 
-// NextOutbox returns the oldest queued message of a DM, or ErrNotFound.
+// NextOutbox returns the oldest queued message of a DM, or ErrNotFound,
+// and records in the same statement that the send of its first part not
+// done starts (as OutboxAttempt does): the message returned carries the
+// attempt recorded before, so Attempt == PartsDone still tells a part
+// whose earlier send was never recorded.
 func (s *Store) NextOutbox(ctx context.Context, dm string) (OutboxMessage, error) {
-	m, err := scanOutbox(s.pool.QueryRow(ctx, s.q(`SELECT `+outboxColumns+` FROM choir_control.dm_outbox
-		WHERE dm = $1 AND status = 'queued' ORDER BY id LIMIT 1`), dm))
+	m, err := scanOutbox(s.pool.QueryRow(ctx, s.q(`WITH next AS (
+			SELECT id, attempt FROM choir_control.dm_outbox
+			WHERE dm = $1 AND status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE)
+		UPDATE choir_control.dm_outbox o SET attempt = o.parts_done FROM next WHERE o.id = next.id
+		RETURNING o.id, o.agent_id, o.dm, o.msg_key, o.body, o.status, o.parts_done, next.attempt,
+			o.telegram_ids, o.notes, o.error, o.created_at, o.done_at`), dm))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OutboxMessage{}, fmt.Errorf("outbox of DM %s: nothing queued: %w", dm, ErrNotFound)
 	}

@@ -35,8 +35,12 @@ func TestOutboxQueueResendCapAndOrder(t *testing.T) {
 	}
 
 	next, err := s.NextOutbox(ctx, "alice")
-	if err != nil || next.ID != ids[0] {
-		t.Fatalf("NextOutbox() = %+v, %v; want message %d", next, err, ids[0])
+	if err != nil || next.ID != ids[0] || next.Attempt != -1 {
+		t.Fatalf("NextOutbox() = %+v, %v; want message %d, never attempted", next, err, ids[0])
+	}
+	// NextOutbox recorded the start of part 0: the next reader sees it.
+	if again, _ := s.NextOutbox(ctx, "alice"); again.Attempt != 0 || again.PartsDone != 0 {
+		t.Errorf("NextOutbox() again: attempt %d, parts done %d; want 0, 0 (a start never recorded as done)", again.Attempt, again.PartsDone)
 	}
 	if err := s.OutboxAttempt(ctx, next.ID, 0); err != nil {
 		t.Fatal(err)
