@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -63,8 +65,28 @@ func TestRunSessionBesideTheInteractiveOne(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The first run writes hello.txt; any later one hangs in its model
+	// call until the test ends (choird is killed under it).
+	var mu sync.Mutex
+	first, hung := "", 0
+	release := make(chan struct{})
 	model := &callerModel{call: func(text string) (string, string, bool) {
-		if !strings.Contains(text, "[choir headless run ") {
+		i := strings.Index(text, "[choir headless run ")
+		if i < 0 {
+			return "", "", false
+		}
+		run, _, _ := strings.Cut(text[i+len("[choir headless run "):], ",")
+		mu.Lock()
+		if first == "" {
+			first = run
+		}
+		hang := run != first
+		if hang {
+			hung++
+		}
+		mu.Unlock()
+		if hang {
+			<-release
 			return "", "", false
 		}
 		args, _ := json.Marshal(map[string]any{"path": "hello.txt", "op": "create", "content": "hello from a run\n"})
@@ -77,6 +99,7 @@ func TestRunSessionBesideTheInteractiveOne(t *testing.T) {
 	srv := &http.Server{Handler: model}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
+	t.Cleanup(func() { close(release) }) // first: the hanging call returns
 	editConfig(t, home, func(cfg map[string]any) {
 		cfg["global_repo"] = map[string]any{"url": "/nonexistent/global.git"}
 		cfg["workspaces"] = map[string]any{"main": map[string]any{"path": ws}}
@@ -172,4 +195,57 @@ func TestRunSessionBesideTheInteractiveOne(t *testing.T) {
 	if after := status(); after.State != "running" || after.SessionID != before.SessionID || after.Container != before.Container {
 		t.Errorf("rs-1 after the run: %+v; want its interactive session %s in container %s still running", after, before.SessionID, before.Container)
 	}
+
+	// choird dies (SIGKILL) while a second run's session works: at the
+	// next start its container is swept as an orphan, its session ended
+	// as crashed, and the run discarded.
+	var item2 ctl.WorkItem
+	out, stderr, code = ctlRun(t, home, "", "work", "add", "rs-1", "write hello.txt again", "--accept", "hello.txt says hello", "--verifier", "hello", "--json")
+	if code != 0 || json.Unmarshal([]byte(out), &item2) != nil || item2.ID == "" {
+		t.Fatalf("work add (2) = %d %q %q", code, out, stderr)
+	}
+	out, stderr, code = ctlRun(t, home, "", "run", "start", item2.ID, "--json")
+	var run2 ctl.Run
+	if code != 0 || json.Unmarshal([]byte(out), &run2) != nil {
+		t.Fatalf("run start (2) = %d %q %q\n%s", code, out, stderr, report())
+	}
+	runSession := ""
+	waitUntil(t, "run 2's session working", 3*time.Minute, func() bool {
+		cs, err := dc.ContainerList(context.Background(), docker.ContainerListOptions{Filters: docker.Filters{"label": {"choir.run=" + run2.ID}}})
+		if err != nil || len(cs) != 1 {
+			return false
+		}
+		runSession = cs[0].Labels["choir.session"]
+		mu.Lock()
+		defer mu.Unlock()
+		return hung > 0 // its model call waits
+	}, report)
+	d.cmd.Process.Signal(syscall.SIGKILL)
+	err = <-d.done
+	d.done <- err // for its cleanup
+	d = startChoird(t, home, env)
+	waitReady(t, home, d)
+	if cs, err := dc.ContainerList(context.Background(), docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {"choir.run=" + run2.ID}}}); err != nil || len(cs) != 0 {
+		t.Errorf("run 2's container after the restart: %+v, %v; want it swept", cs, err)
+	}
+	var sessions []ctl.SessionInfo
+	out, _, _ = ctlRun(t, home, "", "session", "list", "--json", "rs-1")
+	json.Unmarshal([]byte(out), &sessions)
+	found := false
+	for _, s := range sessions {
+		if s.SessionID == runSession {
+			found = true
+			if s.Status != "crashed" {
+				t.Errorf("run 2's session %s after the restart is %s; want crashed", s.SessionID, s.Status)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("run 2's session %q is not in the session list: %s", runSession, out)
+	}
+	waitUntil(t, "run 2 discarded", 2*time.Minute, func() bool {
+		out, _, _ := ctlRun(t, home, "", "run", "show", run2.ID, "--json")
+		json.Unmarshal([]byte(out), &rd)
+		return rd.Run.Status == "discarded" || rd.Run.Status == "failed"
+	}, report)
 }
