@@ -372,7 +372,7 @@ func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
 		if err := m.Docker.ContainerRemove(ctx, c.ID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
 			return n, fmt.Errorf("remove orphaned container %s (agent %s): %w", shortID(c.ID), c.Labels[LabelAgent], err)
 		}
-		m.Log.Info("removed orphaned container", "container", shortID(c.ID), "agent_id", c.Labels[LabelAgent], "session_id", c.Labels[LabelSession])
+		m.Log.Info("removed orphaned container", "container", shortID(c.ID), "agent_id", c.Labels[LabelAgent], "session_id", c.Labels[LabelSession], "run_id", c.Labels[LabelRun])
 		n++
 	}
 	return n, nil
