@@ -120,16 +120,23 @@ func (b *bench) removeImages(ctx context.Context) {
 	}
 	// Agent images first, eight at a time: the base cannot go while they
 	// stand on it.
-	var agentRefs, baseRefs []string
+	// An image's tags go one after another (two removals of the same
+	// image at once fail with "unrecognized image ID").
+	var agentRefs [][]string
+	var baseRefs []string
 	var baseID string
 	for _, img := range imgs {
+		var tags []string
 		for _, tag := range img.RepoTags {
 			if i := strings.LastIndexByte(tag, ':'); i > 0 && mine[tag[:i]] {
-				agentRefs = append(agentRefs, tag)
+				tags = append(tags, tag)
 			}
 			if b.baseImage != "" && tag == b.baseImage {
 				baseID = img.ID
 			}
+		}
+		if len(tags) > 0 {
+			agentRefs = append(agentRefs, tags)
 		}
 	}
 	if baseID != "" {
@@ -147,19 +154,21 @@ func (b *bench) removeImages(ctx context.Context) {
 			fmt.Fprintf(b.stderr, "scale: remove image %s: %v\n", ref, err)
 		}
 	}
-	refs := make(chan string)
+	refs := make(chan []string)
 	var wg sync.WaitGroup
 	for w := 0; w < 8; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for ref := range refs {
-				remove(ref)
+			for tags := range refs {
+				for _, ref := range tags {
+					remove(ref)
+				}
 			}
 		}()
 	}
-	for _, ref := range agentRefs {
-		refs <- ref
+	for _, tags := range agentRefs {
+		refs <- tags
 	}
 	close(refs)
 	wg.Wait()
