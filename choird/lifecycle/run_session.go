@@ -57,8 +57,11 @@ type Performance struct {
 type Outcome struct {
 	SessionID string
 	Answer    string // the agent's final reply to the objective
-	Status    string // RunAnswered, RunBudget, RunTimeout, RunCrashed, RunStopped
-	Reason    string
+	// ErrorReply: the reply was the agent's error (the model failed, a
+	// budget ran out), not an answer to the objective.
+	ErrorReply bool
+	Status     string // RunAnswered, RunBudget, RunTimeout, RunCrashed, RunStopped
+	Reason     string
 }
 
 // Outcome statuses.
@@ -333,6 +336,7 @@ func (m *Manager) finishRun(ctx context.Context, r *Run, wall <-chan time.Time) 
 	case <-p.ended: // ended meanwhile by another path (heartbeats stopped)
 		o := m.endedOutcome(r)
 		o.Status = RunAnswered
+		_, _, o.ErrorReply, _ = p.reply()
 		return o
 	case <-t.C:
 		reason += "; the agent did not exit within " + grace.String() + " of the shutdown: its container was stopped"
@@ -342,8 +346,8 @@ func (m *Manager) finishRun(ctx context.Context, r *Run, wall <-chan time.Time) 
 		reason += "; cancelled during the graceful stop: its container was stopped"
 	}
 	m.end(r, StatusStopped, reason)
-	answer, _, _, _ := p.reply()
-	return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason}
+	answer, _, isError, _ := p.reply()
+	return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason, ErrorReply: isError}
 }
 
 // endedOutcome is the Outcome of a session that ended by another path

@@ -55,6 +55,9 @@ type Outcome struct {
 	Answer    string // the agent's reply to the objective
 	Status    string // "answered", or why not: "budget", "timeout", "crashed", "stopped"
 	Reason    string
+	// ErrorReply: what the agent sent was its error (the model failed),
+	// not an answer.
+	ErrorReply bool
 }
 
 // Answered is the Outcome status of a session that replied.
@@ -117,7 +120,7 @@ func (r *Runner) log() *slog.Logger {
 	if r.Log == nil {
 		return slog.New(slog.DiscardHandler)
 	}
-	return r.Log.With("system", "headless")
+	return r.Log
 }
 
 func (r *Runner) claim(runID string) bool {
@@ -323,6 +326,9 @@ func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
 			why += ": " + out.Reason
 		}
 		return true, r.fail(ctx, x, headless.RunFailed, "the agent did not finish ("+why+")")
+	}
+	if out.ErrorReply {
+		return true, r.fail(ctx, x, headless.RunFailed, "the agent answered with an error: "+clip(out.Answer, 300))
 	}
 	x.answer = out.Answer
 	return r.recordPatch(ctx, x)

@@ -56,10 +56,11 @@ func write(t *testing.T, dir, name, body string) {
 // agentSession plays the agent: it writes what the script says into the
 // worktree and answers.
 type agentSession struct {
-	mu     sync.Mutex
-	writes []string // answer.txt's content, one per session
-	tasks  []Task
-	status string // "" = Answered
+	mu         sync.Mutex
+	writes     []string // answer.txt's content, one per session
+	tasks      []Task
+	status     string // "" = Answered
+	errorReply bool
 }
 
 func (a *agentSession) Perform(ctx context.Context, t Task) (Outcome, error) {
@@ -68,6 +69,9 @@ func (a *agentSession) Perform(ctx context.Context, t Task) (Outcome, error) {
 	a.tasks = append(a.tasks, t)
 	if a.status != "" {
 		return Outcome{Status: a.status, Reason: "scripted"}, nil
+	}
+	if a.errorReply {
+		return Outcome{Status: Answered, Answer: "the model failed: 500", ErrorReply: true}, nil
 	}
 	body := a.writes[0]
 	a.writes = a.writes[1:]
@@ -305,13 +309,17 @@ func TestRunSessionGetsTheMoodsProfile(t *testing.T) {
 
 // An agent that does not finish, or changes nothing, fails its run.
 func TestUnfinishedOrEmptyRunFails(t *testing.T) {
-	for _, tc := range []struct{ name, status, write, want string }{
-		{"timeout", "timeout", "", "did not finish (timeout: scripted)"},
-		{"no change", "", "41\n", "changed nothing"},
+	for _, tc := range []struct {
+		name, status, write, want string
+		errorReply                bool
+	}{
+		{"timeout", "timeout", "", "did not finish (timeout: scripted)", false},
+		{"no change", "", "41\n", "changed nothing", false},
+		{"error reply", "", "", "answered with an error: the model failed: 500", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t, tc.write)
-			e.agent.status = tc.status
+			e.agent.status, e.agent.errorReply = tc.status, tc.errorReply
 			it := e.workItem(t, headless.RiskLow)
 			r := e.queue(t, it.ID)
 			if err := e.runner.Perform(context.Background(), r); err != nil {
