@@ -176,7 +176,7 @@ func (r *Runner) Perform(ctx context.Context, runID string) error {
 	if x.Status != headless.RunQueued {
 		return fmt.Errorf("perform run %s: it is %s, not queued: %w", runID, x.Status, headless.ErrConflict)
 	}
-	if err := r.start(ctx, x); err != nil {
+	if done, err := r.start(ctx, x); err != nil || done {
 		return err
 	}
 	if done, err := r.work(ctx, x); err != nil || done {
@@ -242,23 +242,31 @@ func (r *Runner) report(x *run, text string) {
 	}
 }
 
-// start makes the run's worktree and records RunStarted and the
-// ContextFootprint.
-func (r *Runner) start(ctx context.Context, x *run) error {
+// start makes the run's worktree and records RunStarted; done when the
+// run ended there (no worktree could be made).
+func (r *Runner) start(ctx context.Context, x *run) (done bool, err error) {
 	wt, err := r.Worktrees.Create(ctx, x.agent.Repo, x.ID, x.agent.Target)
+	if errors.Is(err, worktree.ErrExists) {
+		// Left by a choird killed between making it and recording the
+		// start: nothing in it was ever the run's work.
+		if _, serr := r.Worktrees.Sweep(ctx, []string{x.agent.Repo}, func(id string) bool { return id != x.ID }); serr == nil {
+			wt, err = r.Worktrees.Create(ctx, x.agent.Repo, x.ID, x.agent.Target)
+		}
+	}
 	if err != nil {
-		return r.fail(ctx, x, headless.RunFailed, "its worktree could not be made: "+err.Error())
+		// Still queued: a run that never started is discarded, not failed.
+		return true, r.fail(ctx, x, headless.RunDiscarded, "its worktree could not be made: "+err.Error())
 	}
 	x.wt = wt
 	if err := chownLike(wt, x.agent.Repo); err != nil {
-		return r.fail(ctx, x, headless.RunFailed, "its worktree could not be given to the workspace's owner: "+err.Error())
+		return true, r.fail(ctx, x, headless.RunDiscarded, "its worktree could not be given to the workspace's owner: "+err.Error())
 	}
 	if _, _, err := r.Director.MarkRunning(ctx, x.ID, wt.Base, wt.Dir, "start"); err != nil {
 		r.discard(ctx, x)
-		return fmt.Errorf("run %s: record its start: %w", x.ID, err)
+		return true, fmt.Errorf("run %s: record its start: %w", x.ID, err)
 	}
 	x.Status = headless.RunRunning
-	return nil
+	return false, nil
 }
 
 // chownLike gives the worktree to the owner of the workspace, as whom

@@ -338,6 +338,44 @@ func TestUnfinishedOrEmptyRunFails(t *testing.T) {
 	}
 }
 
+// A workspace that is not a git repository fails the run with what to
+// do; nothing else happens (the session never starts).
+func TestWorkspaceWithoutGitFailsTheRun(t *testing.T) {
+	e := newEnv(t, "42\n")
+	e.repo = t.TempDir() // not a repository
+	it := e.workItem(t, headless.RiskLow)
+	r := e.queue(t, it.ID)
+	if err := e.runner.Perform(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.status(t, r); got != headless.RunDiscarded {
+		t.Fatalf("run on a workspace without git is %s; want discarded (it never started)", got)
+	}
+	if len(e.agent.tasks) != 0 {
+		t.Errorf("the agent was given %d tasks; want none", len(e.agent.tasks))
+	}
+	if n := e.notices(); len(n) != 1 || !strings.Contains(n[0], "not a git repository") {
+		t.Errorf("DM report = %q; want it to say the workspace is not a git repository", n)
+	}
+}
+
+// A worktree left by a choird killed before it recorded the run's start
+// does not keep the run from starting.
+func TestLeftoverWorktreeOfAQueuedRun(t *testing.T) {
+	e := newEnv(t, "42\n")
+	it := e.workItem(t, headless.RiskLow)
+	r := e.queue(t, it.ID)
+	if _, err := e.runner.Worktrees.Create(context.Background(), e.repo, r, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.runner.Perform(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.status(t, r); got != headless.RunCommitted {
+		t.Fatalf("run whose worktree was left by a crash is %s; want committed (receipts %v)", got, e.kinds(t, r))
+	}
+}
+
 // A high-risk work item passes its verifiers and then waits for a human:
 // nothing is committed by policy.
 func TestHighRiskWaitsForAHuman(t *testing.T) {
@@ -457,8 +495,8 @@ func TestKilledBetweenCommitAndReceipt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.runner.start(ctx, x); err != nil {
-		t.Fatal(err)
+	if done, err := e.runner.start(ctx, x); err != nil || done {
+		t.Fatalf("start = %v, %v", done, err)
 	}
 	if done, err := e.runner.work(ctx, x); err != nil || done {
 		t.Fatalf("work = %v, %v", done, err)
@@ -504,8 +542,8 @@ func TestKilledWhileTheAgentWorkedIsDiscarded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.runner.start(ctx, x); err != nil {
-		t.Fatal(err)
+	if done, err := e.runner.start(ctx, x); err != nil || done {
+		t.Fatalf("start = %v, %v", done, err)
 	}
 	if err := e.runner.record(ctx, x, headless.KindContextFootprint, Footprint{Repo: x.wt.Repo, Target: x.wt.Target, Base: x.wt.Base}, nil, "footprint"); err != nil {
 		t.Fatal(err)
