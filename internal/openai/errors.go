@@ -163,7 +163,7 @@ type wireError struct {
 }
 
 func (w wireError) body() errorBody {
-	b := errorBody{Message: w.Message, Type: scalar(w.Type), Code: scalar(w.Code)}
+	b := errorBody{Message: strings.TrimSpace(w.Message), Type: scalar(w.Type), Code: scalar(w.Code)}
 	b.found = b.Message != "" || b.Type != "" || b.Code != ""
 	marks := strings.ToLower(b.Type + " " + b.Code)
 	for _, m := range []string{"content_filter", "content_policy", "moderation"} {
@@ -188,8 +188,8 @@ func parseErrorBody(data []byte) errorBody {
 		return errorBody{}
 	}
 	var text string
-	if json.Unmarshal(top.Error, &text) == nil && text != "" {
-		return errorBody{Message: text, found: true}
+	if json.Unmarshal(top.Error, &text) == nil && strings.TrimSpace(text) != "" {
+		return errorBody{Message: strings.TrimSpace(text), found: true}
 	}
 	var nested wireError
 	if json.Unmarshal(top.Error, &nested) == nil {
