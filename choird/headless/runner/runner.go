@@ -211,14 +211,17 @@ func (r *Runner) load(ctx context.Context, runID string) (*run, error) {
 }
 
 // fail ends a run that will not commit, discarding its worktree, and
-// reports it. The receipts say why; the work item is open again.
+// reports it. The receipts say why; the work item is open again. The
+// worktree goes before the end is recorded, so that a run seen ended has
+// left no worktree or branch behind; a crash in between leaves a run
+// without its worktree, which Recover discards.
 func (r *Runner) fail(ctx context.Context, x *run, status headless.RunStatus, reason string) error {
 	r.beforeEnd(ctx, x, status)
+	r.discard(ctx, x)
 	rec, _, err := r.Director.EndRun(ctx, x.ID, status, clip(reason, headless.MaxReason), "end")
 	if err != nil {
 		return fmt.Errorf("end run %s (%s): %w", x.ID, reason, err)
 	}
-	r.discard(ctx, x)
 	r.log().Info("run ended", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem, "status", status, "reason", reason)
 	r.report(x, fmt.Sprintf("Run %s of %s %s: %s. Nothing was committed. Receipts: %s (choirctl run receipts %s).",
 		x.ID, x.WorkItem, status, reason, rec.Ref(), x.ID))
