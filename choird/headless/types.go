@@ -181,3 +181,17 @@ func randHex() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Pointer is a citation of an object in the content-addressed object store
+// (seed 002 §2.4): retrieval from the local knowledge base returns
+// pointers with a short snippet, never the objects' content, and notes
+// and run reports cite them as "sha256:<hex>".
+type Pointer struct {
+	Object  string  `json:"object"`            // SHA-256 (hex) of the object
+	Kind    string  `json:"kind"`              // source, extract, claim, conjecture, hyperthesis, artifact…
+	Snippet string  `json:"snippet,omitempty"` // a few hundred characters at most, untrusted data
+	Score   float64 `json:"score,omitempty"`
+}
+
+// Cite is how a pointer is cited: "sha256:<hex>".
+func (p Pointer) Cite() string { return "sha256:" + p.Object }
