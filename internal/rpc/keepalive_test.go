@@ -36,7 +36,8 @@ func (h *bigFetch) HandleFetchEvents(ctx context.Context, r FetchEventsReq) (Fet
 // TestClientKeepsItsConnection: an agent's heartbeats, one after the
 // other, and the calls between them, answered or refused, travel on one
 // connection that both sides keep open (an idle agent costs choird no
-// connection set-up per heartbeat).
+// connection set-up per heartbeat); a second or third when the client's
+// pool races its next call (below).
 func TestClientKeepsItsConnection(t *testing.T) {
 	srv := NewServer(&bigFetch{}, DefaultLimits(), quietLogger())
 	t.Cleanup(func() { srv.Shutdown(context.Background()) })
@@ -70,7 +71,11 @@ func TestClientKeepsItsConnection(t *testing.T) {
 			}
 		}
 	}
-	if n := ln.n.Load(); n != 1 {
-		t.Errorf("20 heartbeats and the calls between them opened %d connections; want 1, kept alive", n)
+	// net/http's Transport puts a connection back in its pool from the
+	// connection's read loop, after the caller already has its answer:
+	// the next call may find the pool empty and dial. So "kept alive" is
+	// a handful of connections for the 31 calls, never one per call.
+	if n := ln.n.Load(); n > 3 {
+		t.Errorf("20 heartbeats and the 11 calls between them opened %d connections; want at most 3, kept alive", n)
 	}
 }
