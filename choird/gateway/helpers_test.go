@@ -91,6 +91,8 @@ type startCall struct {
 type fakeControl struct {
 	sig signal
 	ws  string // workspaces live under here, one directory per agent
+	// workspaces is what Workspaces lists, when set (else one made-up one).
+	workspaces []ctl.Workspace
 
 	mu       sync.Mutex
 	bound    map[string]string // dm → agent
@@ -198,6 +200,9 @@ func (f *fakeControl) List() []ctl.AgentStatus {
 }
 
 func (f *fakeControl) Workspaces() []ctl.Workspace {
+	if f.workspaces != nil {
+		return f.workspaces
+	}
 	return []ctl.Workspace{{Name: "ws-alpha", Path: "/srv/ws/alpha", Holder: "alpha"}}
 }
 

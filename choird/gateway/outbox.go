@@ -45,6 +45,7 @@ type OutboxStore interface {
 	FailQueuedOutbox(ctx context.Context, dm, reason string) (int, error)
 	OutboxByKey(ctx context.Context, agentID, key string) (store.OutboxMessage, error)
 	PruneOutbox(ctx context.Context, before time.Time) (int, error)
+	QueuedOutboxDirs(ctx context.Context) ([]store.OutboxFileDir, error)
 }
 
 var _ OutboxStore = (*store.Store)(nil)

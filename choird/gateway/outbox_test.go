@@ -16,6 +16,7 @@ import (
 	"choir/choird/gateway"
 	"choir/choird/store"
 	"choir/internal/config"
+	"choir/internal/ctl"
 	"choir/internal/rpc"
 	"choir/internal/telegram"
 	"choir/testkit"
@@ -645,4 +646,74 @@ func TestOutboxRetriesServerErrors(t *testing.T) {
 	if st := r.stats(); st.Failed != 0 {
 		t.Errorf("outbox = %+v; want nothing failed: a 5xx is retried", st)
 	}
+}
+
+// TestOutboxSweepsOrphanedFiles: the file directories under
+// .choirtmp/outbox/ that belong to no queued message (a choird stopped
+// between moving a message's files and queueing it; a message Telegram
+// refused) are removed once older than a few minutes; a queued message's
+// files stay and still reach Telegram; a symlink the agent planted, as a
+// message directory or as .choirtmp/outbox itself, removes nothing
+// outside the workspace.
+func TestOutboxSweepsOrphanedFiles(t *testing.T) {
+	r := newOutboxRig(t)
+	ws, _ := r.fc.WorkspacePath("alpha")
+	hostile := t.TempDir() // a second workspace whose outbox is a symlink out
+	r.fc.workspaces = []ctl.Workspace{{Name: "ws-alpha", Path: ws, Holder: "alpha"}, {Name: "ws-hostile", Path: hostile}}
+	send := filepath.Join(ws, ".choirtmp", "send")
+	os.MkdirAll(send, 0o755)
+	os.WriteFile(filepath.Join(send, "kept.pdf"), []byte("%PDF kept"), 0o644)
+	gw := r.gateway(nil)
+	if err := r.deliver(gw, rpc.DMSend{ID: "q1", Kind: rpc.DMReply, Text: "queued with a file", Files: []string{".choirtmp/send/kept.pdf"}}); err != nil {
+		t.Fatal(err)
+	}
+	outbox := filepath.Join(ws, ".choirtmp", "outbox")
+	queued, _ := os.ReadDir(outbox)
+	if len(queued) != 1 {
+		t.Fatalf(".choirtmp/outbox holds %d entries after one message was queued; want 1", len(queued))
+	}
+	hour := time.Now().Add(-time.Hour)
+	os.Chtimes(filepath.Join(outbox, queued[0].Name()), hour, hour) // old, but queued
+	orphan := filepath.Join(outbox, "orphan", "0")
+	os.MkdirAll(orphan, 0o700)
+	os.WriteFile(filepath.Join(orphan, "x.pdf"), []byte("%PDF x"), 0o600)
+	os.Chtimes(filepath.Join(outbox, "orphan"), hour, hour)
+	os.MkdirAll(filepath.Join(outbox, "fresh", "0"), 0o700)
+	host := t.TempDir()
+	os.MkdirAll(filepath.Join(host, "old", "keep"), 0o700)
+	os.WriteFile(filepath.Join(host, "old", "keep", "host.txt"), []byte("host"), 0o600)
+	os.Chtimes(filepath.Join(host, "old"), hour, hour)
+	os.Symlink(host, filepath.Join(outbox, "link"))
+	os.MkdirAll(filepath.Join(hostile, ".choirtmp"), 0o700)
+	os.Symlink(host, filepath.Join(hostile, ".choirtmp", "outbox"))
+
+	left := func() []string {
+		var names []string
+		es, _ := os.ReadDir(outbox)
+		for _, e := range es {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	ctx := context.Background()
+	gw.SweepOutboxFiles(ctx, time.Now())
+	if got := left(); len(got) != 3 || slices.Contains(got, "orphan") || !slices.Contains(got, "fresh") || !slices.Contains(got, queued[0].Name()) {
+		t.Errorf(".choirtmp/outbox after the sweep = %q; want the orphan gone, the fresh directory, the link and the queued message kept", got)
+	}
+	gw.SweepOutboxFiles(ctx, time.Now().Add(time.Hour))
+	if got := left(); len(got) != 1 || got[0] != queued[0].Name() {
+		t.Errorf(".choirtmp/outbox an hour later = %q; want only the queued message's directory", got)
+	}
+	if data, err := os.ReadFile(filepath.Join(host, "old", "keep", "host.txt")); err != nil || string(data) != "host" {
+		t.Errorf("a host file behind a symlink in a workspace's outbox: %q, %v; want it untouched", data, err)
+	}
+	if !strings.Contains(r.logs.String(), "orphaned outbox files swept") {
+		t.Errorf("the sweep is not in the log:\n%s", r.logs.String())
+	}
+	r.run(gw)
+	sent := r.srv.WaitSent(t, r.bot, aliceUser, 2)
+	if sent[1].File == nil || string(sent[1].File.Data) != "%PDF kept" {
+		t.Errorf("Telegram got %s; want the queued message's text and its file", methods(sent))
+	}
+	r.srv.Wait(t, "the sent message's directory to go", func() bool { return len(left()) == 0 })
 }

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -72,6 +74,7 @@ func (g *Gateway) pruneOutbox(ctx context.Context) {
 		} else if n > 0 {
 			g.log.Info("old outbox messages pruned", "messages", n)
 		}
+		g.sweepOutboxFiles(pctx, time.Now())
 		cancel()
 		select {
 		case <-ctx.Done():
@@ -83,6 +86,77 @@ func (g *Gateway) pruneOutbox(ctx context.Context) {
 
 // pruneEvery is how often finished outbox messages are pruned.
 const pruneEvery = 6 * time.Hour
+
+// orphanAge is how old a message's file directory must be before the
+// sweep removes it for belonging to no queued message: a message being
+// queued has its files moved before its row is written.
+const orphanAge = 10 * time.Minute
+
+// sweepOutboxFiles removes, in every workspace, the file directories under
+// .choirtmp/outbox/ that belong to no queued message and are older than
+// orphanAge: those of messages that failed (Telegram refused them, the
+// chat is gone) and those a choird stopped between moving a message's
+// files and queueing its row. Each workspace is opened as an os.Root, so
+// a symlink planted by the agent leads nowhere outside it.
+func (g *Gateway) sweepOutboxFiles(ctx context.Context, now time.Time) {
+	queued, err := g.cfg.Outbox.QueuedOutboxDirs(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			g.log.Warn("orphaned outbox files not swept", keyError, err.Error())
+		}
+		return
+	}
+	keep := map[store.OutboxFileDir]bool{}
+	for _, d := range queued {
+		keep[store.OutboxFileDir{Workspace: filepath.Clean(d.Workspace), Dir: path.Clean(d.Dir)}] = true
+	}
+	removed := 0
+	for _, w := range g.control.Workspaces() {
+		if w.Path == "" {
+			continue
+		}
+		removed += sweepWorkspace(filepath.Clean(w.Path), keep, now, g.log)
+	}
+	if removed > 0 {
+		g.log.Info("orphaned outbox files swept", "messages", removed)
+	}
+}
+
+// sweepWorkspace removes ws's orphaned message directories and returns
+// how many it removed.
+func sweepWorkspace(ws string, keep map[store.OutboxFileDir]bool, now time.Time, log *slog.Logger) int {
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		return 0 // no workspace yet
+	}
+	defer root.Close()
+	dir, err := root.Open(outboxDir)
+	if err != nil {
+		return 0 // nothing was ever queued with files here
+	}
+	entries, err := dir.ReadDir(-1)
+	dir.Close()
+	if err != nil {
+		log.Warn("orphaned outbox files not swept", "workspace", ws, keyError, err.Error())
+		return 0
+	}
+	removed := 0
+	for _, e := range entries {
+		name := outboxDir + "/" + e.Name()
+		if keep[store.OutboxFileDir{Workspace: ws, Dir: name}] {
+			continue
+		}
+		if info, err := e.Info(); err != nil || now.Sub(info.ModTime()) < orphanAge {
+			continue
+		}
+		if err := root.RemoveAll(name); err != nil {
+			log.Warn("orphaned outbox files not removed", "workspace", ws, "dir", name, keyError, err.Error())
+			continue
+		}
+		removed++
+	}
+	return removed
+}
 
 // run delivers the DM's queued messages until ctx ends, waiting for a new
 // one when the outbox is empty.

@@ -255,3 +255,30 @@ func (s *Store) PruneOutbox(ctx context.Context, before time.Time) (int, error) 
 	}
 	return int(tag.RowsAffected()), nil
 }
+
+// OutboxFileDir is where a queued message's files wait: the agent's
+// workspace on the host and the message's directory under it.
+type OutboxFileDir struct{ Workspace, Dir string }
+
+// QueuedOutboxDirs returns the file directories of the messages still
+// queued, which the sweep of orphaned outbox files must keep.
+func (s *Store) QueuedOutboxDirs(ctx context.Context) ([]OutboxFileDir, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT body->>'workspace', body->>'dir' FROM choir_control.dm_outbox
+		WHERE status = 'queued' AND coalesce(body->>'dir', '') <> ''`))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the directories of queued messages: %w", err)
+	}
+	defer rows.Close()
+	var out []OutboxFileDir
+	for rows.Next() {
+		var d OutboxFileDir
+		if err := rows.Scan(&d.Workspace, &d.Dir); err != nil {
+			return nil, fmt.Errorf("outbox: list the directories of queued messages: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("outbox: list the directories of queued messages: %w", err)
+	}
+	return out, nil
+}
