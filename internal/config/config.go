@@ -276,6 +276,9 @@ type Agent struct {
 	// keys never enter the agent's container (issue 25 item 1). It takes
 	// effect when the agent next starts.
 	ModelProxy bool `json:"model_proxy,omitempty"`
+	// Network is how the agent reaches the network: open (§18.1, the
+	// default) or only through choir.net.fetch's allowlist (network.go).
+	Network Network `json:"network,omitzero"`
 }
 
 // MaxOutboxMax bounds agents.<id>.outbox_max: at Telegram's pace a day

@@ -76,6 +76,9 @@ type MoodOverride struct {
 	WorkItemVerifiers *bool        `json:"work_item_verifiers,omitempty"`
 	Verifiers         []string     `json:"verifiers,omitempty"`
 	Budgets           *MoodBudgets `json:"budgets,omitempty"`
+	// Allow is the allowlist of choir.net.fetch for runs in this mood
+	// (network.go); a mood with network and no allowlist admits nothing.
+	Allow []AllowEntry `json:"allow,omitempty"`
 }
 
 // MoodBudgets override a mood's budgets; absent fields keep the built-in.

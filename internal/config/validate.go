@@ -51,6 +51,7 @@ func Validate(c *Config, secrets Secrets) error {
 	v.metrics()
 	v.spend()
 	v.headless()
+	v.network() // network.go
 	return v.ps.sorted().Err()
 }
 
