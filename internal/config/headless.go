@@ -23,6 +23,10 @@ type Headless struct {
 	// MaxRuns bounds the runs performed at once on this host (default
 	// DefaultMaxRuns).
 	MaxRuns int `json:"max_runs,omitempty"`
+	// MaxSplits is how many times a work item may be split along its
+	// ancestry on its runs' requests before a further SPLIT_REQUEST goes
+	// to the DM (default DefaultMaxSplits).
+	MaxSplits int `json:"max_splits,omitempty"`
 }
 
 // VerifierDef is one entry of headless.verifiers: a command exec'd in the
@@ -51,6 +55,17 @@ func (h *Headless) MaxRunsOrDefault() int {
 		return DefaultMaxRuns
 	}
 	return h.MaxRuns
+}
+
+// DefaultMaxSplits is headless.max_splits's default.
+const DefaultMaxSplits = 3
+
+// MaxSplitsOrDefault is headless.max_splits or its default.
+func (h *Headless) MaxSplitsOrDefault() int {
+	if h == nil || h.MaxSplits == 0 {
+		return DefaultMaxSplits
+	}
+	return h.MaxSplits
 }
 
 // MoodNames are the moods an override or a schedule may name, in
@@ -162,6 +177,9 @@ func (v *validator) headless() {
 		}
 		if h.MaxRuns < 0 || h.MaxRuns > 64 {
 			v.add("headless.max_runs", fmt.Sprint(h.MaxRuns), "want 1 to 64 runs at once (or leave it out for %d)", DefaultMaxRuns)
+		}
+		if h.MaxSplits < 0 || h.MaxSplits > 16 {
+			v.add("headless.max_splits", fmt.Sprint(h.MaxSplits), "want 1 to 16 splits along a work item's ancestry (or leave it out for %d)", DefaultMaxSplits)
 		}
 	}
 	for _, id := range sortedKeys(v.c.Agents) {

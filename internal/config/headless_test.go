@@ -49,6 +49,7 @@ func TestHeadlessAccepted(t *testing.T) {
 		{"deferential", withMood("DEFERENTIAL", map[string]any{"tools": []any{}})},
 		{"verifiers", withHeadless("verifiers", map[string]any{"go-test": map[string]any{"command": []any{"go", "test", "./..."}, "timeout_s": 900}, "lint": map[string]any{"command": []any{"sh", "-c", "test -z \"$(gofmt -l .)\""}}})},
 		{"max runs", withHeadless("max_runs", 4)},
+		{"max splits", withHeadless("max_splits", 5)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(mutate(t, example, tc.mutate))
@@ -117,6 +118,8 @@ func TestHeadlessRefused(t *testing.T) {
 		{"verifier timeout", withHeadless("verifiers", map[string]any{"t": map[string]any{"command": []any{"go"}, "timeout_s": 86400}}), "headless.verifiers.t.timeout_s", "1 to 7200"},
 		{"verifier unknown field", withHeadless("verifiers", map[string]any{"t": map[string]any{"cmd": []any{"go"}}}), "headless.verifiers.t.cmd", "unknown field"},
 		{"max runs", withHeadless("max_runs", 1000), "headless.max_runs", "1 to 64"},
+		{"max splits negative", withHeadless("max_splits", -1), "headless.max_splits", "1 to 16"},
+		{"max splits", withHeadless("max_splits", 100), "headless.max_splits", "1 to 16"},
 		{"network a string", withMood("CALM", map[string]any{"network": "off", "private_data": true, "credentials": false}), "headless.moods.CALM.network", "want true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
