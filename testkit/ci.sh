@@ -110,7 +110,8 @@ for target in \
   "./internal/docker FuzzDemux" \
   "./internal/mcp FuzzSSE" \
   "./internal/mcp FuzzReceive" \
-  "./internal/cron FuzzParse"; do
+  "./internal/cron FuzzParse" \
+  "./internal/netpolicy FuzzCheck"; do
   set -- $target
   # a pattern that matches no target would pass without fuzzing anything
   go test -list="^$2\$" "$1" | grep -x "$2" >/dev/null || { echo "ci.sh: no fuzz target $2 in $1" >&2; exit 1; }
