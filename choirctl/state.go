@@ -6,8 +6,10 @@ package main
 // receipts of headless runs alone: ASSERT (promoted atoms, each citing
 // receipts), HYPOTHESIZE (with test and budget), DRIVE (with anti-drive),
 // BELIEVE (with trigger and effect), the hyperthesis (with its bound), the
-// conjectures, open requests, and what was refuted. Each entry names the
-// receipt that made it (<run id>#<seq>; see `choirctl run receipts`).
+// conjectures, plan_next (the conjecture the director tests next, and the
+// rule that chose it), open requests, what was refuted or retracted, and
+// what the ASSERT rule refused. Each entry names the receipt that made it
+// (<run id>#<seq>; see `choirctl run receipts`).
 
 import (
 	"context"
@@ -64,13 +66,27 @@ func runState(ctx context.Context, e *env, args []string) error {
 	}
 	if section("HYPERTHESIS", len(st.Hyperthesis)) {
 		for _, h := range st.Hyperthesis {
-			fmt.Fprintf(w, "  %s  %s\n      bound: %s\n", h.Ref, h.Text, h.Bound)
+			state := "unbounded"
+			if h.Mitigated != "" {
+				state = "mitigated by " + h.Mitigated
+			}
+			fmt.Fprintf(w, "  %s  %s\n      bound: %s (%s)\n", h.Ref, h.Text, h.Bound, state)
 		}
 	}
 	if section("CONJECTURES", len(st.Conjectures)) {
 		for _, c := range st.Conjectures {
-			fmt.Fprintf(w, "  %s  %s\n      test: %s; edge: %s; ΔO: %s; scope: %s\n", c.Ref, c.Claim, c.Test, c.Edge, c.DeltaO, c.Scope)
+			fmt.Fprintf(w, "  %s  %s\n      test: %s; edge: %s; ΔO: %s; scope: %s; cited %d", c.Ref, c.Claim, c.Test, c.Edge, c.DeltaO, c.Scope, c.Cited)
+			if c.Outcome != "" {
+				fmt.Fprintf(w, "; %s by %s", c.Outcome, c.By)
+			}
+			fmt.Fprintln(w)
 		}
+	}
+	fmt.Fprint(w, "\nPLAN NEXT\n")
+	if p := st.PlanNext; p != nil {
+		fmt.Fprintf(w, "  test %s  %s\n      by: %s; scope: %s\n      rule: %s\n", p.Conjecture, p.Claim, p.Test, p.Scope, p.Rule)
+	} else {
+		fmt.Fprint(w, "  no untested conjecture\n")
 	}
 	if len(st.Requests) > 0 {
 		section("OPEN REQUESTS", len(st.Requests))
@@ -82,6 +98,18 @@ func runState(ctx context.Context, e *env, args []string) error {
 		section("REFUTED", len(st.Refuted))
 		for _, r := range st.Refuted {
 			fmt.Fprintf(w, "  %s  %s (by %s)\n", r.Ref, r.Text, r.By)
+		}
+	}
+	if len(st.Retracted) > 0 {
+		section("RETRACTED", len(st.Retracted))
+		for _, r := range st.Retracted {
+			fmt.Fprintf(w, "  %s  (by %s)\n", r.Ref, r.By)
+		}
+	}
+	if len(st.Refused) > 0 {
+		section("REFUSED", len(st.Refused))
+		for _, r := range st.Refused {
+			fmt.Fprintf(w, "  %s  %s\n", r.Ref, r.Why)
 		}
 	}
 	if len(st.Runs) > 0 {

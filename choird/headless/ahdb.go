@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // CommitCheck is the director's policy check of a commit request.
@@ -102,8 +103,15 @@ type State struct {
 	Believe     []Belief      `json:"believe"`
 	Hyperthesis []Hyperthesis `json:"hyperthesis"`
 	Conjectures []Conjecture  `json:"conjectures"`
-	Requests    []Request     `json:"requests"` // REQUEST_HELP and REQUEST_VERIFY of runs that have not ended
-	Refuted     []Refutation  `json:"refuted"`  // hypotheses and observations a failing attestation refuted
+	Requests    []Request     `json:"requests"`  // REQUEST_HELP and REQUEST_VERIFY of runs that have not ended
+	Refuted     []Refutation  `json:"refuted"`   // hypotheses and observations a failing attestation refuted
+	Retracted   []Retraction  `json:"retracted"` // entries a later note withdrew
+	// Refused are promotions the ASSERT rule kept out of the vector, and
+	// retractions of nothing, each with why.
+	Refused []Skipped `json:"refused"`
+	// PlanNext is the conjecture the director tests next (nil: none open),
+	// chosen by PlanRule.
+	PlanNext *Plan `json:"plan_next"`
 	// Runs is each run's status as its receipts tell it.
 	Runs map[string]RunStatus `json:"runs"`
 	// Deltas counts the state changes each run made (a run with none is
@@ -145,21 +153,31 @@ type Belief struct {
 	Effect  string `json:"effect"`
 }
 
-// Hyperthesis is a blind-spot boundary with its bound.
+// Hyperthesis is a blind-spot boundary with its bound. It is mitigated
+// once a passing attestation supports it (the verifier its bound asked
+// for now covers it); until then it counts as unbounded for the
+// hyperthesis-magnitude guard.
 type Hyperthesis struct {
-	Ref   string `json:"ref"`
-	Text  string `json:"text"`
-	Bound string `json:"bound"`
+	Ref       string `json:"ref"`
+	Text      string `json:"text"`
+	Bound     string `json:"bound"`
+	Mitigated string `json:"mitigated,omitempty"` // the attestation that bounded it
 }
 
-// Conjecture is (claim, test, edge, ΔO, scope).
+// Conjecture is (claim, test, edge, ΔO, scope), the unit the director
+// plans with. Outcome is "" until an attestation supporting it decides it
+// "held" or "refuted" (By names that attestation); Cited counts the
+// entries in effect that cite it.
 type Conjecture struct {
-	Ref    string `json:"ref"`
-	Claim  string `json:"claim"`
-	Test   string `json:"test"`
-	Edge   string `json:"edge"`
-	DeltaO string `json:"delta_o"`
-	Scope  string `json:"scope"`
+	Ref     string `json:"ref"`
+	Claim   string `json:"claim"`
+	Test    string `json:"test"`
+	Edge    string `json:"edge"`
+	DeltaO  string `json:"delta_o"`
+	Scope   string `json:"scope"`
+	Cited   int    `json:"cited"`
+	Outcome string `json:"outcome,omitempty"`
+	By      string `json:"by,omitempty"`
 }
 
 // Request is an open request for help or verification.
@@ -177,10 +195,64 @@ type Refutation struct {
 	By   string `json:"by"`
 }
 
-// Skipped is a receipt the projection could not use.
+// Retraction is an entry withdrawn (Ref) by a later note (By).
+type Retraction struct {
+	Ref string `json:"ref"`
+	By  string `json:"by"`
+}
+
+// Skipped is a receipt the projection could not use, or an entry it kept
+// out of the vector, and why.
 type Skipped struct {
 	Ref string `json:"ref"`
 	Why string `json:"why"`
+}
+
+// Plan is plan_next's choice (seed 002 §2.1): the conjecture the next run
+// should test, and the rule that chose it.
+type Plan struct {
+	Conjecture string `json:"conjecture"` // its ref
+	Claim      string `json:"claim"`
+	Test       string `json:"test"`
+	Scope      string `json:"scope"`
+	Rule       string `json:"rule"`
+}
+
+// PlanRule is how plan_next picks the conjecture to test: deterministic,
+// from the state vector alone.
+const PlanRule = "the untested conjecture cited by most entries in effect; among equals the oldest"
+
+// Conjecture outcomes.
+const (
+	Held    = "held"
+	Refuted = "refuted"
+)
+
+// HyperthesisMagnitude counts the hyperthesis entries in effect and,
+// among them, the unbounded ones (no attestation has mitigated them yet):
+// the facts of the hyperthesis-magnitude guard.
+func (s State) HyperthesisMagnitude() (entries, unbounded int) {
+	for _, h := range s.Hyperthesis {
+		if h.Mitigated == "" {
+			unbounded++
+		}
+	}
+	return len(s.Hyperthesis), unbounded
+}
+
+// projection is Project's working memory: what it has seen so far, in
+// append order, so a citation can be checked against the receipts before
+// it.
+type projection struct {
+	State
+	kinds    map[string]Kind     // receipts seen: ref → kind
+	passed   map[string]bool     // attestations seen: ref → passed
+	objects  map[string]bool     // objects named by receipts seen
+	atoms    map[string]Note     // observations and hypotheses not yet decided
+	promoted map[string]bool     // refs of entries in Assert
+	listed   map[string]NoteType // notes with an entry in their type's list
+	cites    map[string][]string // citations of the notes in effect, by note
+	citedBy  map[string]int      // how many notes in effect cite a ref
 }
 
 // Project rebuilds the state vector from receipts alone, in the order
@@ -191,130 +263,300 @@ type Skipped struct {
 //   - OBSERVATION and HYPOTHESIS notes are atoms; a passing attestation
 //     that supports one promotes it to ASSERT (citing the note, its
 //     citations and the attestation), a failing one refutes it.
-//   - HYPOTHESIS notes wait in HYPOTHESIZE until then.
-//   - DRIVE, BELIEVE, HYPERTHESIS and CONJECTURE notes enter their lists.
-//   - A note with retracts withdraws the entry that receipt made.
+//   - The ASSERT rule: a promotion enters only when each of the atom's
+//     citations is an earlier receipt that is not a note (evidence), a
+//     promoted atom, or an object an earlier receipt names
+//     ("sha256:<hex>"); otherwise it is listed in Refused with the
+//     citation at fault, and the atom waits for another attestation.
+//   - HYPOTHESIS notes wait in HYPOTHESIZE until decided.
+//   - DRIVE, BELIEVE, HYPERTHESIS and CONJECTURE notes enter their
+//     lists; a passing attestation that supports a hyperthesis mitigates
+//     it, one that supports a conjecture decides it held (or refuted).
+//   - A note with retracts withdraws the entry that receipt made
+//     (Retracted), or is listed in Refused when there is none.
 //   - A CommitReceipt asserts its work item done, citing itself, the
-//     decision and the attestations.
+//     decision and the passing attestations (the same ASSERT rule).
 //   - REQUEST_* notes are open until their run ends.
+//   - PlanNext is the conjecture PlanRule picks.
 func Project(rs []Receipt) State {
-	s := State{Assert: []Assertion{}, Hypothesize: []Hypothesis{}, Drive: []Drive{}, Believe: []Belief{},
-		Hyperthesis: []Hyperthesis{}, Conjectures: []Conjecture{}, Requests: []Request{}, Refuted: []Refutation{},
-		Runs: map[string]RunStatus{}, Deltas: map[string]int{}, Skipped: []Skipped{}, Receipts: len(rs)}
-	atoms := map[string]Note{} // observations and hypotheses not yet decided
-	for _, rec := range rs {
-		ref := rec.Ref()
-		skip := func(why string) { s.Skipped = append(s.Skipped, Skipped{Ref: ref, Why: why}) }
-		delta := func() { s.Deltas[rec.RunID]++ }
-		if _, ok := s.Runs[rec.RunID]; !ok {
-			s.Runs[rec.RunID] = RunQueued
-			s.Deltas[rec.RunID] += 0
-		}
-		switch rec.Kind {
-		case KindRunStarted:
-			s.Runs[rec.RunID] = RunRunning
-		case KindCommitRequest:
-			s.Runs[rec.RunID] = RunAwaitingApproval
-		case KindCommitDecision:
-			var b CommitDecisionBody
-			if json.Unmarshal(rec.Body, &b) != nil {
-				skip("CommitDecision body is not readable")
-			} else if !b.Approved {
-				s.Runs[rec.RunID] = RunRunning
-			}
-		case KindRunEnded:
-			var b RunEndedBody
-			if json.Unmarshal(rec.Body, &b) != nil || !b.Status.Ended() {
-				skip("RunEnded body has no end status")
-				continue
-			}
-			s.Runs[rec.RunID] = b.Status
-			s.Requests = closeRequests(s.Requests, rec.RunID)
-		case KindCommitReceipt:
-			var b CommitReceiptBody
-			if json.Unmarshal(rec.Body, &b) != nil || b.Commit == "" {
-				skip("CommitReceipt body has no commit")
-				continue
-			}
-			s.Runs[rec.RunID] = RunCommitted
-			s.Requests = closeRequests(s.Requests, rec.RunID)
-			cites := append([]string{ref}, b.Evidence...)
-			if b.Decision != "" {
-				cites = append(cites, b.Decision)
-			}
-			s.Assert = append(s.Assert, Assertion{Ref: ref, Text: fmt.Sprintf("work item %s is done: commit %s", b.WorkItem, b.Commit), Cites: cites})
-			delta()
-		case KindVerifierResults:
-			var a Attestation
-			if json.Unmarshal(rec.Body, &a) != nil {
-				skip("VerifierResults body is not an attestation")
-				continue
-			}
-			for _, target := range a.Supports {
-				n, ok := atoms[target]
-				if !ok {
-					continue
-				}
-				delete(atoms, target)
-				s.Hypothesize = slices.DeleteFunc(s.Hypothesize, func(h Hypothesis) bool { return h.Ref == target })
-				if a.Passed {
-					cites := append([]string{target}, n.Cites...)
-					s.Assert = append(s.Assert, Assertion{Ref: target, Text: n.Text, Cites: append(cites, ref)})
-				} else {
-					s.Refuted = append(s.Refuted, Refutation{Ref: target, Text: n.Text, By: ref})
-				}
-				delta()
-			}
-		case KindNote:
-			var n Note
-			if json.Unmarshal(rec.Body, &n) != nil {
-				skip("Note body is not a note")
-				continue
-			}
-			if err := n.Check(); err != nil {
-				skip("note refused: " + err.Error())
-				continue
-			}
-			if n.Retracts != "" {
-				s.retract(n.Retracts)
-				delete(atoms, n.Retracts)
-			}
-			switch n.Type {
-			case NoteObservation:
-				atoms[ref] = n
-			case NoteHypothesis:
-				atoms[ref] = n
-				s.Hypothesize = append(s.Hypothesize, Hypothesis{Ref: ref, Text: n.Text, Test: n.Test, Budget: *n.Budget, Cites: n.Cites})
-			case NoteDrive:
-				s.Drive = append(s.Drive, Drive{Ref: ref, Text: n.Text, AntiDrive: n.AntiDrive})
-			case NoteBelieve:
-				s.Believe = append(s.Believe, Belief{Ref: ref, Text: n.Text, Trigger: n.Trigger, Effect: n.Effect})
-			case NoteHyperthesis:
-				s.Hyperthesis = append(s.Hyperthesis, Hyperthesis{Ref: ref, Text: n.Text, Bound: n.Bound})
-			case NoteConjecture:
-				s.Conjectures = append(s.Conjectures, Conjecture{Ref: ref, Claim: n.Claim, Test: n.Test, Edge: n.Edge, DeltaO: n.DeltaO, Scope: n.Scope})
-			case NoteRequestHelp, NoteRequestVerify:
-				if !s.Runs[rec.RunID].Ended() {
-					s.Requests = append(s.Requests, Request{Ref: ref, Type: n.Type, Text: n.Text, Verifiers: n.Verifiers})
-				}
-			}
-			if n.Type != NoteObservation && n.Type != NoteRequestHelp && n.Type != NoteRequestVerify || n.Retracts != "" {
-				delta()
-			}
-		}
+	p := projection{
+		State: State{Assert: []Assertion{}, Hypothesize: []Hypothesis{}, Drive: []Drive{}, Believe: []Belief{},
+			Hyperthesis: []Hyperthesis{}, Conjectures: []Conjecture{}, Requests: []Request{}, Refuted: []Refutation{},
+			Retracted: []Retraction{}, Refused: []Skipped{},
+			Runs: map[string]RunStatus{}, Deltas: map[string]int{}, Skipped: []Skipped{}, Receipts: len(rs)},
+		kinds: make(map[string]Kind, len(rs)), passed: map[string]bool{}, objects: map[string]bool{},
+		atoms: map[string]Note{}, promoted: map[string]bool{}, listed: map[string]NoteType{}, cites: map[string][]string{}, citedBy: map[string]int{},
 	}
-	return s
+	for _, rec := range rs {
+		p.apply(rec)
+	}
+	p.plan()
+	return p.State
 }
 
-// retract removes the entry a receipt made from every list.
-func (s *State) retract(ref string) {
-	s.Assert = slices.DeleteFunc(s.Assert, func(e Assertion) bool { return e.Ref == ref })
-	s.Hypothesize = slices.DeleteFunc(s.Hypothesize, func(e Hypothesis) bool { return e.Ref == ref })
-	s.Drive = slices.DeleteFunc(s.Drive, func(e Drive) bool { return e.Ref == ref })
-	s.Believe = slices.DeleteFunc(s.Believe, func(e Belief) bool { return e.Ref == ref })
-	s.Hyperthesis = slices.DeleteFunc(s.Hyperthesis, func(e Hyperthesis) bool { return e.Ref == ref })
-	s.Conjectures = slices.DeleteFunc(s.Conjectures, func(e Conjecture) bool { return e.Ref == ref })
-	s.Requests = slices.DeleteFunc(s.Requests, func(e Request) bool { return e.Ref == ref })
+func (p *projection) apply(rec Receipt) {
+	s := &p.State
+	ref := rec.Ref()
+	skip := func(why string) { s.Skipped = append(s.Skipped, Skipped{Ref: ref, Why: why}) }
+	delta := func() { s.Deltas[rec.RunID]++ }
+	if _, ok := s.Runs[rec.RunID]; !ok {
+		s.Runs[rec.RunID] = RunQueued
+		s.Deltas[rec.RunID] += 0
+	}
+	// Seen after it is applied: a receipt cannot cite itself.
+	defer func() {
+		p.kinds[ref] = rec.Kind
+		for _, o := range rec.Objects {
+			p.objects[o] = true
+		}
+	}()
+	switch rec.Kind {
+	case KindRunStarted:
+		s.Runs[rec.RunID] = RunRunning
+	case KindCommitRequest:
+		s.Runs[rec.RunID] = RunAwaitingApproval
+	case KindCommitDecision:
+		var b CommitDecisionBody
+		if json.Unmarshal(rec.Body, &b) != nil {
+			skip("CommitDecision body is not readable")
+		} else if !b.Approved {
+			s.Runs[rec.RunID] = RunRunning
+		}
+	case KindRunEnded:
+		var b RunEndedBody
+		if json.Unmarshal(rec.Body, &b) != nil || !b.Status.Ended() {
+			skip("RunEnded body has no end status")
+			return
+		}
+		s.Runs[rec.RunID] = b.Status
+		s.Requests = closeRequests(s.Requests, rec.RunID)
+	case KindCommitReceipt:
+		var b CommitReceiptBody
+		if json.Unmarshal(rec.Body, &b) != nil || b.Commit == "" {
+			skip("CommitReceipt body has no commit")
+			return
+		}
+		s.Runs[rec.RunID] = RunCommitted
+		s.Requests = closeRequests(s.Requests, rec.RunID)
+		cites := append([]string{ref}, b.Evidence...)
+		if b.Decision != "" {
+			cites = append(cites, b.Decision)
+		}
+		if why := p.commitEvidence(b); why != "" {
+			s.Refused = append(s.Refused, Skipped{Ref: ref, Why: "not asserted: " + why})
+			return
+		}
+		s.Assert = append(s.Assert, Assertion{Ref: ref, Text: fmt.Sprintf("work item %s is done: commit %s", b.WorkItem, b.Commit), Cites: cites})
+		p.promoted[ref] = true
+		delta()
+	case KindVerifierResults:
+		var a Attestation
+		if json.Unmarshal(rec.Body, &a) != nil {
+			skip("VerifierResults body is not an attestation")
+			return
+		}
+		p.passed[ref] = a.Passed
+		for _, target := range a.Supports {
+			if p.decide(target, ref, a.Passed) {
+				delta()
+			}
+		}
+	case KindNote:
+		var n Note
+		if json.Unmarshal(rec.Body, &n) != nil {
+			skip("Note body is not a note")
+			return
+		}
+		if err := n.Check(); err != nil {
+			skip("note refused: " + err.Error())
+			return
+		}
+		if n.Retracts != "" {
+			if p.retract(n.Retracts) {
+				s.Retracted = append(s.Retracted, Retraction{Ref: n.Retracts, By: ref})
+			} else {
+				s.Refused = append(s.Refused, Skipped{Ref: ref, Why: "retracts " + n.Retracts + ", which is no entry of the state vector"})
+			}
+		}
+		switch n.Type {
+		case NoteObservation:
+			p.atoms[ref] = n
+		case NoteHypothesis:
+			p.atoms[ref] = n
+			s.Hypothesize = append(s.Hypothesize, Hypothesis{Ref: ref, Text: n.Text, Test: n.Test, Budget: *n.Budget, Cites: n.Cites})
+		case NoteDrive:
+			s.Drive = append(s.Drive, Drive{Ref: ref, Text: n.Text, AntiDrive: n.AntiDrive})
+		case NoteBelieve:
+			s.Believe = append(s.Believe, Belief{Ref: ref, Text: n.Text, Trigger: n.Trigger, Effect: n.Effect})
+		case NoteHyperthesis:
+			s.Hyperthesis = append(s.Hyperthesis, Hyperthesis{Ref: ref, Text: n.Text, Bound: n.Bound})
+		case NoteConjecture:
+			s.Conjectures = append(s.Conjectures, Conjecture{Ref: ref, Claim: n.Claim, Test: n.Test, Edge: n.Edge, DeltaO: n.DeltaO, Scope: n.Scope})
+		case NoteRequestHelp, NoteRequestVerify:
+			if s.Runs[rec.RunID].Ended() {
+				break
+			}
+			s.Requests = append(s.Requests, Request{Ref: ref, Type: n.Type, Text: n.Text, Verifiers: n.Verifiers})
+		}
+		if n.Type != NoteObservation {
+			p.listed[ref] = n.Type
+		}
+		if len(n.Cites) > 0 && n.Type != NoteRequestHelp && n.Type != NoteRequestVerify {
+			p.cites[ref] = n.Cites
+			for _, c := range n.Cites {
+				p.citedBy[c]++
+			}
+		}
+		if n.Type != NoteObservation && n.Type != NoteRequestHelp && n.Type != NoteRequestVerify || n.Retracts != "" {
+			delta()
+		}
+	}
+}
+
+// decide applies an attestation (ref, passed) to the entry it supports;
+// it reports whether the state changed.
+func (p *projection) decide(target, by string, passed bool) bool {
+	s := &p.State
+	if n, ok := p.atoms[target]; ok {
+		if !passed {
+			delete(p.atoms, target)
+			delete(p.listed, target)
+			s.Hypothesize = slices.DeleteFunc(s.Hypothesize, func(h Hypothesis) bool { return h.Ref == target })
+			s.Refused = slices.DeleteFunc(s.Refused, func(r Skipped) bool { return r.Ref == target })
+			s.Refuted = append(s.Refuted, Refutation{Ref: target, Text: n.Text, By: by})
+			return true
+		}
+		if why := p.unpromoted(n.Cites); why != "" {
+			// The ASSERT rule: the atom stays as it was, the refusal is
+			// visible, a later attestation may promote it.
+			s.Refused = slices.DeleteFunc(s.Refused, func(r Skipped) bool { return r.Ref == target })
+			s.Refused = append(s.Refused, Skipped{Ref: target, Why: "not asserted (attestation " + by + "): " + why})
+			return false
+		}
+		delete(p.atoms, target)
+		delete(p.listed, target)
+		s.Hypothesize = slices.DeleteFunc(s.Hypothesize, func(h Hypothesis) bool { return h.Ref == target })
+		s.Refused = slices.DeleteFunc(s.Refused, func(r Skipped) bool { return r.Ref == target })
+		cites := append(append([]string{target}, n.Cites...), by)
+		s.Assert = append(s.Assert, Assertion{Ref: target, Text: n.Text, Cites: cites})
+		p.promoted[target] = true
+		return true
+	}
+	if i := slices.IndexFunc(s.Hyperthesis, func(h Hyperthesis) bool { return h.Ref == target }); i >= 0 {
+		if !passed || s.Hyperthesis[i].Mitigated != "" {
+			return false
+		}
+		s.Hyperthesis[i].Mitigated = by
+		return true
+	}
+	if i := slices.IndexFunc(s.Conjectures, func(c Conjecture) bool { return c.Ref == target }); i >= 0 {
+		if s.Conjectures[i].Outcome != "" {
+			return false
+		}
+		s.Conjectures[i].Outcome, s.Conjectures[i].By = Refuted, by
+		if passed {
+			s.Conjectures[i].Outcome = Held
+		}
+		return true
+	}
+	return false
+}
+
+// unpromoted says why citations may not stand in an ASSERT ("" when they
+// may): each must be an earlier receipt other than a note, a promoted
+// atom, or an object an earlier receipt names.
+func (p *projection) unpromoted(cites []string) string {
+	for _, c := range cites {
+		if obj, ok := strings.CutPrefix(c, "sha256:"); ok {
+			if !p.objects[obj] {
+				return "it cites " + c + ", an object no earlier receipt names"
+			}
+			continue
+		}
+		kind, ok := p.kinds[c]
+		switch {
+		case !ok:
+			return "it cites " + c + ", which is no earlier receipt"
+		case kind == KindNote && !p.promoted[c]:
+			return "it cites " + c + ", a note that is not a promoted atom"
+		}
+	}
+	return ""
+}
+
+// commitEvidence says why a CommitReceipt may not assert its work item
+// ("" when it may): its evidence must be earlier passing attestations and
+// its decision an earlier CommitDecision.
+func (p *projection) commitEvidence(b CommitReceiptBody) string {
+	for _, e := range b.Evidence {
+		if passed, ok := p.passed[e]; !ok || !passed {
+			return "its evidence " + e + " is no earlier passing attestation"
+		}
+	}
+	if len(b.Evidence) == 0 {
+		return "it cites no passing attestation"
+	}
+	if b.Decision != "" && p.kinds[b.Decision] != KindCommitDecision {
+		return "its decision " + b.Decision + " is no earlier CommitDecision"
+	}
+	return ""
+}
+
+// retract removes the entry a receipt made from the list it is in; it
+// reports whether there was one.
+func (p *projection) retract(ref string) bool {
+	s := &p.State
+	_, found := p.atoms[ref]
+	delete(p.atoms, ref)
+	if p.promoted[ref] {
+		s.Assert = slices.DeleteFunc(s.Assert, func(e Assertion) bool { return e.Ref == ref })
+		delete(p.promoted, ref)
+		found = true
+	}
+	t, listed := p.listed[ref]
+	delete(p.listed, ref)
+	switch t {
+	case NoteHypothesis:
+		s.Hypothesize = slices.DeleteFunc(s.Hypothesize, func(e Hypothesis) bool { return e.Ref == ref })
+	case NoteDrive:
+		s.Drive = slices.DeleteFunc(s.Drive, func(e Drive) bool { return e.Ref == ref })
+	case NoteBelieve:
+		s.Believe = slices.DeleteFunc(s.Believe, func(e Belief) bool { return e.Ref == ref })
+	case NoteHyperthesis:
+		s.Hyperthesis = slices.DeleteFunc(s.Hyperthesis, func(e Hyperthesis) bool { return e.Ref == ref })
+	case NoteConjecture:
+		s.Conjectures = slices.DeleteFunc(s.Conjectures, func(e Conjecture) bool { return e.Ref == ref })
+	case NoteRequestHelp, NoteRequestVerify:
+		n := len(s.Requests)
+		s.Requests = slices.DeleteFunc(s.Requests, func(e Request) bool { return e.Ref == ref })
+		listed = n != len(s.Requests) // closed when its run ended
+	}
+	if !found && !listed {
+		return false
+	}
+	for _, c := range p.cites[ref] {
+		p.citedBy[c]--
+	}
+	delete(p.cites, ref)
+	s.Refused = slices.DeleteFunc(s.Refused, func(e Skipped) bool { return e.Ref == ref })
+	return true
+}
+
+// plan counts the citations of each conjecture and applies PlanRule.
+func (p *projection) plan() {
+	s := &p.State
+	best := -1
+	for i := range s.Conjectures {
+		c := &s.Conjectures[i]
+		c.Cited = p.citedBy[c.Ref]
+		if c.Outcome == "" && (best < 0 || c.Cited > s.Conjectures[best].Cited) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		c := s.Conjectures[best]
+		s.PlanNext = &Plan{Conjecture: c.Ref, Claim: c.Claim, Test: c.Test, Scope: c.Scope, Rule: PlanRule}
+	}
 }
 
 func closeRequests(rs []Request, runID string) []Request {

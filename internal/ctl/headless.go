@@ -241,17 +241,21 @@ type AHDBState struct {
 		Effect  string `json:"effect"`
 	} `json:"believe"`
 	Hyperthesis []struct {
-		Ref   string `json:"ref"`
-		Text  string `json:"text"`
-		Bound string `json:"bound"`
+		Ref       string `json:"ref"`
+		Text      string `json:"text"`
+		Bound     string `json:"bound"`
+		Mitigated string `json:"mitigated,omitempty"`
 	} `json:"hyperthesis"`
 	Conjectures []struct {
-		Ref    string `json:"ref"`
-		Claim  string `json:"claim"`
-		Test   string `json:"test"`
-		Edge   string `json:"edge"`
-		DeltaO string `json:"delta_o"`
-		Scope  string `json:"scope"`
+		Ref     string `json:"ref"`
+		Claim   string `json:"claim"`
+		Test    string `json:"test"`
+		Edge    string `json:"edge"`
+		DeltaO  string `json:"delta_o"`
+		Scope   string `json:"scope"`
+		Cited   int    `json:"cited"`
+		Outcome string `json:"outcome,omitempty"`
+		By      string `json:"by,omitempty"`
 	} `json:"conjectures"`
 	Requests []struct {
 		Ref       string   `json:"ref"`
@@ -264,6 +268,21 @@ type AHDBState struct {
 		Text string `json:"text"`
 		By   string `json:"by"`
 	} `json:"refuted"`
+	Retracted []struct {
+		Ref string `json:"ref"`
+		By  string `json:"by"`
+	} `json:"retracted"`
+	Refused []struct {
+		Ref string `json:"ref"`
+		Why string `json:"why"`
+	} `json:"refused"`
+	PlanNext *struct {
+		Conjecture string `json:"conjecture"`
+		Claim      string `json:"claim"`
+		Test       string `json:"test"`
+		Scope      string `json:"scope"`
+		Rule       string `json:"rule"`
+	} `json:"plan_next"`
 	Runs     map[string]string `json:"runs"`
 	Deltas   map[string]int    `json:"deltas"`
 	Receipts int               `json:"receipts"`
