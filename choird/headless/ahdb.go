@@ -16,6 +16,7 @@ type CommitCheck struct {
 	Evidence   []string `json:"evidence,omitempty"`    // those attestations' receipts
 	Request    string   `json:"request,omitempty"`     // the latest CommitRequest receipt
 	Patch      string   `json:"patch,omitempty"`       // the patch it asks to commit
+	Gates      []string `json:"gates,omitempty"`       // the doc gates the patch passes through (tiers_gate.go)
 }
 
 // CheckCommit decides whether a run's work may be committed, from its work
@@ -89,6 +90,7 @@ func CheckCommit(item WorkItem, rs []Receipt) CommitCheck {
 		}
 	}
 	c.NeedsHuman = item.Risk == RiskHigh
+	docGates(rs, &c) // tiers_gate.go: SPECS need a merged spec change, DOCTRINE a human
 	c.Ready = len(c.Missing) == 0
 	return c
 }

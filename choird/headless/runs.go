@@ -246,7 +246,7 @@ func (d *Director) DecideCommit(ctx context.Context, runID string, approve bool,
 				return "", "", fmt.Errorf("approve the commit of run %s: %s: %w", runID, strings.Join(check.Missing, "; "), ErrConflict)
 			}
 			if check.NeedsHuman && !strings.HasPrefix(by, "human:") {
-				return "", "", fmt.Errorf("approve the commit of run %s: its work item is high risk, so a human must approve it (by \"human:<name>\"), not %q: %w", runID, by, ErrConflict)
+				return "", "", fmt.Errorf("approve the commit of run %s: its work item is high risk or its patch changes DOCTRINE, so a human must approve it (by \"human:<name>\"), not %q: %w", runID, by, ErrConflict)
 			}
 			return "", "", nil
 		}})
@@ -352,21 +352,25 @@ func (d *Director) EndRun(ctx context.Context, runID string, status RunStatus, r
 	}
 	return d.append(ctx, step{what: "end", runID: runID, kind: KindRunEnded, body: RunEndedBody{Status: status, Reason: reason}, key: key,
 		allow: func(r Run) (RunStatus, WorkStatus, error) {
+			// A work item the run split (split.go) stays split.
+			if it, err := d.store.WorkItem(ctx, r.WorkItem); err == nil && it.Status == WorkSplit {
+				return status, "", nil
+			}
 			return status, WorkOpen, nil
 		}})
 }
 
 // recordable are the kinds Record takes; the others have their own
 // methods, which check what they mean.
-var recordable = []Kind{KindContextFootprint, KindPatchReceipt, KindMoodTransition, KindAnomaly, KindSplitRequest, KindSpecChangeRequest}
+// (SplitRequest and SpecChangeRequest: split.go, tiers_gate.go).
+var recordable = []Kind{KindContextFootprint, KindPatchReceipt, KindMoodTransition, KindAnomaly}
 
 // Record appends a receipt of one of the kinds with no rule of their own
-// here (ContextFootprint, PatchReceipt, MoodTransition, Anomaly,
-// SplitRequest, SpecChangeRequest): body is a JSON object of at most
+// here (ContextFootprint, PatchReceipt, MoodTransition, Anomaly): body is a JSON object of at most
 // MaxBody bytes, objects the SHA-256 of what it points to.
 func (d *Director) Record(ctx context.Context, runID string, kind Kind, body json.RawMessage, objects []string, key string) (Receipt, bool, error) {
 	if !slices.Contains(recordable, kind) {
-		return Receipt{}, false, invalid("kind", "use the note, verify, commit or end operation for it, or one of ContextFootprint, PatchReceipt, MoodTransition, Anomaly, SplitRequest, SpecChangeRequest",
+		return Receipt{}, false, invalid("kind", "use the note, verify, commit, split, spec change or end operation for it, or one of ContextFootprint, PatchReceipt, MoodTransition, Anomaly",
 			"receipt kind %q cannot be recorded directly", kind)
 	}
 	if err := list("objects", objects, MaxListItems, checkSHA256); err != nil {

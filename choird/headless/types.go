@@ -148,7 +148,7 @@ const (
 // Kinds lists every receipt kind.
 var Kinds = []Kind{KindRunStarted, KindContextFootprint, KindNote, KindVerifierResults, KindPatchReceipt,
 	KindMoodTransition, KindCommitRequest, KindCommitDecision, KindCommitReceipt, KindRunEnded, KindAnomaly,
-	KindSplitRequest, KindSpecChangeRequest}
+	KindSplitRequest, KindSpecChangeRequest, KindSplitDecision}
 
 // Receipt is one entry of a run's append-only log: Seq counts from 1 per
 // run with no gaps. Objects are the SHA-256 (hex) of objects in the object
