@@ -94,7 +94,7 @@ func (s *Store) Bootstrap(ctx context.Context, agentIDs []string, embeddingDims 
 	if err != nil {
 		return err
 	}
-	control, err := render("control", names{Control: s.control})
+	control, err := render("control", names{Control: s.control, Dims: embeddingDims})
 	if err != nil {
 		return err
 	}
@@ -107,6 +107,9 @@ func (s *Store) Bootstrap(ctx context.Context, agentIDs []string, embeddingDims 
 		}
 		if _, err := tx.Exec(ctx, control); err != nil {
 			return fmt.Errorf("bootstrap: schema %s: %w", s.control, err)
+		}
+		if err := s.fixKBDims(ctx, tx, embeddingDims); err != nil { // kb.go
+			return err
 		}
 		for _, n := range agents {
 			id := owner[n.bare]

@@ -291,6 +291,39 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.sched_fires (
     PRIMARY KEY (agent_id, schedule_id, fire_key)
 );
 CREATE INDEX IF NOT EXISTS sched_fires_last ON {{.Control}}.sched_fires (agent_id, schedule_id, at DESC) WHERE cron;
+
+-- The local knowledge base (issue 25, seed 002 §2.4; owned by
+-- choird/headless/kb through store/kb.go). kb_objects: one row per object
+-- of the object store that a run's receipts name with typed content (a
+-- note, a verifier's report, a patch, a fetched source); text is the short
+-- structured text that is embedded and shown as the snippet, never the
+-- object's content. receipt_id is the receipt that named it first.
+CREATE TABLE IF NOT EXISTS {{.Control}}.kb_objects (
+    object     text PRIMARY KEY, -- SHA-256 hex of the object
+    agent_id   text NOT NULL,
+    run_id     text NOT NULL,
+    receipt_id bigint NOT NULL,
+    kind       text NOT NULL,
+    text       text NOT NULL,
+    tsv        tsvector GENERATED ALWAYS AS (to_tsvector('simple', kind || ' ' || text)) STORED,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX IF NOT EXISTS kb_objects_tsv ON {{.Control}}.kb_objects USING gin (tsv);
+CREATE INDEX IF NOT EXISTS kb_objects_by_agent ON {{.Control}}.kb_objects (agent_id, kind);
+-- kb_embeddings: an object's vector and the model that made it (vectors of
+-- another model are dropped at start and made again).
+CREATE TABLE IF NOT EXISTS {{.Control}}.kb_embeddings (
+    object    text PRIMARY KEY REFERENCES {{.Control}}.kb_objects (object) ON DELETE CASCADE,
+    model     text NOT NULL,
+    embedding vector({{.Dims}}) NOT NULL
+);
+CREATE INDEX IF NOT EXISTS kb_embeddings_hnsw ON {{.Control}}.kb_embeddings USING hnsw (embedding vector_cosine_ops);
+-- kb_cursor: the last run_receipts.id the indexer has read, moved in the
+-- transaction that stores what it found, so a receipt is indexed once.
+CREATE TABLE IF NOT EXISTS {{.Control}}.kb_cursor (
+    name       text PRIMARY KEY,
+    receipt_id bigint NOT NULL
+);
 {{end}}
 
 {{define "agent"}}
