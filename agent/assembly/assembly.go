@@ -110,6 +110,7 @@ func (rt *Runtime) arbiter() *arbiter.Arbiter {
 // open builds everything and starts the arbiter and the lanes.
 func (rt *Runtime) open(ctx context.Context) error {
 	id := readIdentity(rt.cfg.ChoirDir, rt.log)
+	rt.useTunnel() // tunnel.go: before any tool connects
 	rt.startGit()
 	propose := func(ctx context.Context, kind string, payload json.RawMessage) (string, string, error) {
 		resp, err := rt.cp.RequestApproval(ctx, rpc.ApprovalReq{RequestType: kind, Payload: payload})
@@ -125,6 +126,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 	var known func(string) bool // the registry, once built, for proposed skills
 	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic, SessionID: rt.sess.ID().SessionID,
 		Known: func(name string) bool { return known != nil && known(name) }})
+	builtins = append(builtins, rt.runHostTools(host)...) // run_tools.go: a run session's notes and requests
 	tools, err := rt.loadTools(builtins) // mcp.go: and the MCP servers' tools
 	if err != nil {
 		return fmt.Errorf("load tools: %w", err)
