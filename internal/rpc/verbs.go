@@ -100,6 +100,10 @@ type InitHelloResp struct {
 	// lease token; modelproxy.go) and holds no model key: a run container
 	// without network, or agents.<id>.model_proxy.
 	ModelProxy bool `json:"model_proxy,omitempty"`
+	// NetFetch says an interactive session's agent is in network policy
+	// mode (agents.<id>.network): the agent offers choir.net.fetch, its
+	// only way out. A run session offers it when its brief names it.
+	NetFetch bool `json:"net_fetch,omitempty"`
 	// Run is set when the session is a headless run session (choird's
 	// lifecycle Perform): the agent offers only the tools it names.
 	Run *RunBrief `json:"run,omitempty"`
