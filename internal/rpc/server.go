@@ -44,6 +44,10 @@ type Server struct {
 	// Models, when set before serving, carries the sessions' model calls
 	// (POST /v1/model/..., modelproxy.go); nil answers them 404.
 	Models ModelProxy
+	// Tunnels, when set before serving, carries the sessions' connections
+	// (CONNECT host:port, tunnel.go); nil answers them 404.
+	Tunnels TunnelDialer
+	tunnels tunnels
 	sessions
 	serving
 }
@@ -134,6 +138,7 @@ func (s *Server) Close(sessionID string) {
 	if sess != nil {
 		sess.events.close()
 	}
+	s.tunnels.closeSession(sessionID) // tunnel.go
 }
 
 // Publish queues a push event for a session and returns its id; false when
@@ -160,6 +165,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if strings.HasPrefix(r.URL.Path, ModelPathPrefix) {
 			v, ok = string(VerbModel), true // modelproxy.go
 		}
+		if r.Method == http.MethodConnect {
+			v, ok = string(VerbTunnel), true // tunnel.go
+		}
 		if ok {
 			verb := Verb(v)
 			ow := &observedWriter{ResponseWriter: w}
@@ -176,6 +184,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	switch {
+	case r.Method == http.MethodConnect:
+		s.serveTunnel(w, r, sessionID) // tunnel.go
 	case r.URL.Path == "/events":
 		if r.Method != http.MethodGet {
 			writeError(w, Errorf(http.StatusMethodNotAllowed, CodeMethod, "GET /events"))

@@ -100,6 +100,11 @@ type InitHelloResp struct {
 	// lease token; modelproxy.go) and holds no model key: a run container
 	// without network, or agents.<id>.model_proxy.
 	ModelProxy bool `json:"model_proxy,omitempty"`
+	// Tunnel says the container has no network route: the agent's own
+	// clients (search, Notion, TTS, mail) reach their services through
+	// CONNECT on this endpoint (tunnel.go), to the endpoints the agent's
+	// configuration names only.
+	Tunnel bool `json:"tunnel,omitempty"`
 	// NetFetch says an interactive session's agent is in network policy
 	// mode (agents.<id>.network): the agent offers choir.net.fetch, its
 	// only way out. A run session offers it when its brief names it.
