@@ -24,6 +24,10 @@ type Director struct {
 	// appended to it (not for a resend), outside the Director's lock: the
 	// director loop wakes on it (a run queued, a human's decision).
 	Changed func(runID string, kind Kind)
+	// CheckCites, when set, checks a receipt body's object citations
+	// ("sha256:<hex>" in its "cites") before it is appended: a note or
+	// request citing an object that is missing or changed is refused.
+	CheckCites CitesChecker
 
 	mu sync.Mutex
 }

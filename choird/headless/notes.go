@@ -40,7 +40,7 @@ type Note struct {
 	Trigger   string   `json:"trigger,omitempty"`    // BELIEVE: what would update it
 	Effect    string   `json:"effect,omitempty"`     // BELIEVE: what it changes
 	Verifiers []string `json:"verifiers,omitempty"`  // REQUEST_VERIFY: which verifiers to run
-	Cites     []string `json:"cites,omitempty"`      // receipts it rests on, <run id>#<seq>
+	Cites     []string `json:"cites,omitempty"`      // receipts (<run id>#<seq>) and objects (sha256:<hex>) it rests on
 	Retracts  string   `json:"retracts,omitempty"`   // an earlier note of the state vector it withdraws
 }
 
@@ -114,7 +114,7 @@ func (n *Note) Check() error {
 	if err := list("verifiers", n.Verifiers, MaxListItems, checkName("verifier")); err != nil {
 		return err
 	}
-	if err := list("cites", n.Cites, MaxListItems, checkReceiptRef); err != nil {
+	if err := list("cites", n.Cites, MaxListItems, checkCite); err != nil {
 		return err
 	}
 	if n.Retracts != "" {

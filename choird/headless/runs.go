@@ -54,6 +54,11 @@ func (d *Director) appendLocked(ctx context.Context, s step) (Receipt, bool, err
 	if err != nil {
 		return Receipt{}, false, err
 	}
+	if cites := objectCites(body); d.CheckCites != nil && len(cites) > 0 {
+		if err := d.CheckCites(ctx, cites); err != nil {
+			return Receipt{}, false, err
+		}
+	}
 	hash := KeyHashOf(s.kind, body)
 	d.mu.Lock()
 	defer d.mu.Unlock()
