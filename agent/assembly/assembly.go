@@ -110,6 +110,7 @@ func (rt *Runtime) arbiter() *arbiter.Arbiter {
 // open builds everything and starts the arbiter and the lanes.
 func (rt *Runtime) open(ctx context.Context) error {
 	id := readIdentity(rt.cfg.ChoirDir, rt.log)
+	rt.useTunnel() // tunnel.go: before any tool connects
 	rt.startGit()
 	propose := func(ctx context.Context, kind string, payload json.RawMessage) (string, string, error) {
 		resp, err := rt.cp.RequestApproval(ctx, rpc.ApprovalReq{RequestType: kind, Payload: payload})

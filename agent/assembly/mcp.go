@@ -27,7 +27,7 @@ func (rt *Runtime) loadTools(builtins []tool.Tool) (*tool.Registry, error) {
 	}
 	set, err := mcptool.Start(mcptool.Config{
 		Dir: filepath.Join(rt.cfg.ChoirDir, "mcp"), PinsFile: filepath.Join(rt.cfg.ChoirDir, "mcp-pins.json"),
-		Workspace: rt.cfg.Workspace, Secret: rt.sess.Secrets.Get, Log: rt.log, Notify: rt.notify,
+		Workspace: rt.cfg.Workspace, Secret: rt.sess.Secrets.Get, HTTP: mcpHTTP(), Log: rt.log, Notify: rt.notify,
 		AgentID: rt.sess.ID().AgentID, Sample: rt.mcpSample, Report: rt.mcpAdminNotice,
 		Taken: func(wire string) bool { _, ok := base.LookupWire(wire); return ok },
 	})

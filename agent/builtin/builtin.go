@@ -13,6 +13,7 @@ import (
 	"errors"
 	"sort"
 
+	"choir/agent/egress"
 	"choir/agent/lane"
 	"choir/agent/tool"
 	"choir/agent/tool/email"
@@ -72,7 +73,8 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
 	out = append(out, tool.ProposeRepoChange(d.Propose, d.SessionID))
 	out = append(out, web.Browse(d.Host))
-	out = append(out, web.NewSearch(d.Dynamic, nil), notion.NewQuery(d.Dynamic, nil), tts.NewSpeak(d.Dynamic, nil))
+	hc := egress.HTTPClient() // directly, or through choird's tunnel in a container without network
+	out = append(out, web.NewSearch(d.Dynamic, hc), notion.NewQuery(d.Dynamic, hc), tts.NewSpeak(d.Dynamic, hc))
 	out = append(out, email.Tools(d.Dynamic)...)
 	return out
 }

@@ -69,6 +69,9 @@ type Session struct {
 	// ModelProxy: choird carries the model calls (INIT_HELLO said so) and
 	// grants no model key (agent/assembly/modelproxy.go).
 	ModelProxy bool
+	// Tunnel: the container has no network route; the agent's own
+	// clients connect through choird (INIT_HELLO said so, agent/egress).
+	Tunnel bool
 	// RunBrief is the run brief when choird opened a headless run session.
 	RunBrief *rpc.RunBrief
 	Hooks    Hooks
@@ -247,7 +250,7 @@ func (s *Session) open(ctx context.Context) error {
 		return fmt.Errorf("INIT_HELLO: %w", err)
 	}
 	s.Bindings, s.RunBrief = hello.ResourceBindings, hello.Run
-	s.ModelProxy = hello.ModelProxy
+	s.ModelProxy, s.Tunnel = hello.ModelProxy, hello.Tunnel
 	// The config version stays 0 until the first FETCH_DYNAMIC_CONFIG
 	// brings the config itself.
 	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)

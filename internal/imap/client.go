@@ -42,6 +42,9 @@ type Config struct {
 	// MaxLiteral bounds one literal, e.g. one message's body (default
 	// 25 MiB).
 	MaxLiteral int64
+	// Dial makes the connection (nil: a net.Dialer), e.g. through a
+	// tunnel; TLS runs over what it returns.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Mode returns the TLS mode in effect.
@@ -121,8 +124,12 @@ func Dial(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	conn, err := dial(ctx, "tcp", net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port)))
 	if err != nil {
 		return nil, ioError("connect", err)
 	}

@@ -42,6 +42,9 @@ type Config struct {
 	// Timeout bounds the whole session (default 60 s); a context deadline
 	// that comes earlier wins.
 	Timeout time.Duration
+	// Dial makes the connection (nil: a net.Dialer), e.g. through a
+	// tunnel; TLS runs over what it returns.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // Mode returns the TLS mode in effect.
@@ -138,8 +141,12 @@ func Send(ctx context.Context, cfg Config, msg *Message) (Receipt, error) {
 	deadline, _ := ctx.Deadline()
 
 	addr := net.JoinHostPort(cfg.Host, strconv.Itoa(cfg.Port))
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	conn, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return Receipt{}, netError("connect", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"choir/agent/egress"
 	"choir/agent/tool"
 	"choir/internal/imap"
 )
@@ -21,7 +22,7 @@ func open(ctx context.Context, acct *account, mailbox string, write bool) (*imap
 	}
 	c, err := imap.Dial(ctx, imap.Config{
 		Host: acct.IMAPHost, Port: acct.IMAPPort, Username: acct.user, Password: acct.password,
-		RootCAs: acct.roots, MaxLiteral: MaxMessageBytes + 64<<10,
+		RootCAs: acct.roots, MaxLiteral: MaxMessageBytes + 64<<10, Dial: egress.DialContext,
 	})
 	if err != nil {
 		return nil, imap.Mailbox{}, serverError(fmt.Sprintf("connecting to %s:%d", acct.IMAPHost, acct.IMAPPort), err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"choir/agent/egress"
 	"choir/agent/tool"
 	"choir/agent/tool/workspace"
 	"choir/internal/config"
@@ -146,7 +147,7 @@ func (t *Send) Execute(ctx context.Context, input json.RawMessage, env tool.Env)
 		return tool.Result{}, tool.Errorf(tool.CodeInvalidInput, "%v", err)
 	}
 	rc, err := smtp.Send(ctx, smtp.Config{
-		Host: acct.SMTPHost, Port: acct.SMTPPort, Username: acct.user, Password: acct.password, RootCAs: acct.roots,
+		Host: acct.SMTPHost, Port: acct.SMTPPort, Username: acct.user, Password: acct.password, RootCAs: acct.roots, Dial: egress.DialContext,
 	}, msg)
 	if err != nil {
 		return tool.Result{}, serverError(fmt.Sprintf("sending through %s:%d failed; nothing was sent", acct.SMTPHost, acct.SMTPPort), err)
