@@ -106,6 +106,10 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	stopBrowser := startBrowser(agentsMgr, log.With(logs.KeySystem, "browser"))
 	defer stopBrowser()
 	agentsMgr.HostTools[HostToolMCPNotice] = mcpNoticeTool(plane, agentsMgr, log.With(logs.KeySystem, "mcp")) // mcp_notice.go
+	// headless_tools.go: a run session's notes, split and spec change requests
+	if err := registerRunTools(agentsMgr, st, director, home, log.With(logs.KeySystem, "headless")); err != nil {
+		return err
+	}
 	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
 	plane.Console.IsConsoleDM = func(dm string) bool {
