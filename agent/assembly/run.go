@@ -11,10 +11,14 @@ import (
 // nor callable (the arbiter runs only what the registry has). The answer
 // goes back through choir.dm.send, the reply path, which is no model tool
 // and stays open. Names the image has not are ignored (logged).
+//
+// choir.net.fetch is offered in an interactive session only when choird
+// says the agent is in network policy mode (its allowlist is then the
+// agent's only way out); a run offers it when its brief names it.
 func (rt *Runtime) runTools(tools *tool.Registry) *tool.Registry {
 	brief := rt.sess.RunBrief
 	if brief == nil {
-		return tools
+		return keepNetFetch(tools, rt.sess.NetFetch)
 	}
 	return keepRunTools(tools, brief, func(missing []string) {
 		rt.log.Warn("the run brief names tools this image has not", "run_id", brief.ID, "tools", missing)
@@ -34,4 +38,12 @@ func keepRunTools(tools *tool.Registry, brief *rpc.RunBrief, missing func([]stri
 		missing(absent)
 	}
 	return tools.Keep(tool.Among(brief.Tools))
+}
+
+// keepNetFetch drops choir.net.fetch unless the session has a policy.
+func keepNetFetch(tools *tool.Registry, policy bool) *tool.Registry {
+	if policy || !tools.Has(rpc.HostToolNetFetch) {
+		return tools
+	}
+	return tools.Keep(func(t tool.Tool) bool { return t.Name() != rpc.HostToolNetFetch })
 }

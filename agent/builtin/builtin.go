@@ -17,6 +17,7 @@ import (
 	"choir/agent/lane"
 	"choir/agent/tool"
 	"choir/agent/tool/email"
+	"choir/agent/tool/netfetch"
 	"choir/agent/tool/notion"
 	"choir/agent/tool/tts"
 	"choir/agent/tool/web"
@@ -73,6 +74,8 @@ func Tools(d Deps) []tool.Tool {
 	out = append(out, tool.ProposeTools(d.Propose, d.Known)...)
 	out = append(out, tool.ProposeRepoChange(d.Propose, d.SessionID))
 	out = append(out, web.Browse(d.Host))
+	// choir.net.fetch: offered only with a network policy (agent/assembly/run.go)
+	out = append(out, netfetch.Fetch(d.Host))
 	hc := egress.HTTPClient() // directly, or through choird's tunnel in a container without network
 	out = append(out, web.NewSearch(d.Dynamic, hc), notion.NewQuery(d.Dynamic, hc), tts.NewSpeak(d.Dynamic, hc))
 	out = append(out, email.Tools(d.Dynamic)...)

@@ -72,6 +72,9 @@ type Session struct {
 	// Tunnel: the container has no network route; the agent's own
 	// clients connect through choird (INIT_HELLO said so, agent/egress).
 	Tunnel bool
+	// NetFetch: the agent is in network policy mode (INIT_HELLO said so):
+	// it offers choir.net.fetch (agent/assembly/run.go).
+	NetFetch bool
 	// RunBrief is the run brief when choird opened a headless run session.
 	RunBrief *rpc.RunBrief
 	Hooks    Hooks
@@ -251,6 +254,7 @@ func (s *Session) open(ctx context.Context) error {
 	}
 	s.Bindings, s.RunBrief = hello.ResourceBindings, hello.Run
 	s.ModelProxy, s.Tunnel = hello.ModelProxy, hello.Tunnel
+	s.NetFetch = hello.NetFetch
 	// The config version stays 0 until the first FETCH_DYNAMIC_CONFIG
 	// brings the config itself.
 	s.log.Info("session opened", "status", hello.Status, "config_version", hello.ConfigVersion)

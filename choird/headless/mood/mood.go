@@ -24,6 +24,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"choir/internal/netpolicy"
 )
 
 // Mood names a profile. The names are the seed's, in capitals, as they
@@ -74,9 +76,16 @@ type Profile struct {
 	// matches choir.fs.read and choir.fs.write), or "*". Permit also keeps
 	// every tool within the flags below.
 	Tools []string
-	// Network: the run's container has a network (bridge) and its tools
-	// may reach it; false is NetworkMode "none" and no egress tools.
+	// Network: the run may reach the network, only through the policy
+	// tools (choir.net.fetch with Allow, choir.web.*), never from its
+	// container, which has no network in any mood (seed 002 §3: no raw
+	// curl). False offers no network tool.
 	Network bool
+	// Allow is choir.net.fetch's allowlist (internal/netpolicy entries;
+	// config.json's headless.moods.<MOOD>.allow). Empty admits nothing:
+	// the built-ins have none, so a research run fetches only what the
+	// operator listed.
+	Allow []netpolicy.Entry
 	// PrivateData: the run sees private data: the workspace (mounted),
 	// memory, mail. False mounts no workspace.
 	PrivateData bool
@@ -100,7 +109,7 @@ type Profile struct {
 // Container is how the run's container is set up for a profile, in the
 // terms of the Docker Engine API's HostConfig.
 type Container struct {
-	NetworkMode string // "none" or "bridge"
+	NetworkMode string // always "none": egress goes through choird's policy tools
 	Workspace   string // "" (not mounted), "ro" or "rw"
 	Secrets     bool   // the session is given its bound secrets
 }
@@ -108,9 +117,6 @@ type Container struct {
 // Container returns the container set-up of p.
 func (p Profile) Container() Container {
 	c := Container{NetworkMode: "none", Secrets: p.Credentials}
-	if p.Network {
-		c.NetworkMode = "bridge"
-	}
 	switch {
 	case p.PrivateData && p.WorkspaceWritable:
 		c.Workspace = "rw"
@@ -124,6 +130,7 @@ func (p Profile) Container() Container {
 func (p Profile) Clone() Profile {
 	p.Tools = slices.Clone(p.Tools)
 	p.Verifiers = slices.Clone(p.Verifiers)
+	p.Allow = slices.Clone(p.Allow)
 	return p
 }
 
@@ -139,9 +146,10 @@ var builtins = map[Mood]Profile{
 	// EXECUTION ZONE: repo read/write, network off, no credentials.
 	Calm: {Mood: Calm, Tools: []string{"choir.fs.*", "choir.exec"},
 		PrivateData: true, WorkspaceWritable: true, MayCommit: true, WorkItemVerifiers: true, Budgets: stepBudgets},
-	// RESEARCH ZONE: network on through the web tools; no local files,
+	// RESEARCH ZONE: network on through the web tools and choir.net.fetch
+	// (its allowlist empty until config.json gives one); no local files,
 	// no identity.
-	Curious: {Mood: Curious, Tools: []string{"choir.web.*"},
+	Curious: {Mood: Curious, Tools: []string{"choir.web.*", "choir.net.fetch"},
 		Network: true, Budgets: lightBudgets},
 	// VERIFICATION ZONE: reads the repo and runs its tests on a read-only
 	// mount; no network.
@@ -179,4 +187,10 @@ func Builtins() Set {
 func (s Set) Profile(m Mood) (Profile, bool) {
 	p, ok := s[m]
 	return p.Clone(), ok
+}
+
+// NetPolicy compiles p's allowlist (named by its config.json path); an
+// empty list is a policy that admits nothing.
+func (p Profile) NetPolicy() (*netpolicy.Policy, error) {
+	return netpolicy.Compile("headless.moods."+string(p.Mood)+".allow", p.Allow)
 }

@@ -1,6 +1,7 @@
 package mood
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"choir/agent/builtin"
 	"choir/internal/config"
+	"choir/internal/netpolicy"
 )
 
 func TestMoodNamesMatchConfig(t *testing.T) {
@@ -29,7 +31,7 @@ func TestMoodNamesMatchConfig(t *testing.T) {
 func TestBuiltinsAreValidAndInTheirZones(t *testing.T) {
 	want := map[Mood]Container{
 		Calm:        {NetworkMode: "none", Workspace: "rw"},
-		Curious:     {NetworkMode: "bridge"},
+		Curious:     {NetworkMode: "none"}, // network through choir.net.fetch only
 		Skeptical:   {NetworkMode: "none", Workspace: "ro"},
 		Paranoid:    {NetworkMode: "none", Workspace: "ro"},
 		Contrite:    {NetworkMode: "none"},
@@ -267,7 +269,7 @@ func TestResolveRefusesHostileOverrides(t *testing.T) {
 func TestPermittedBuiltinTools(t *testing.T) {
 	want := map[Mood][]string{
 		Calm:        {"choir.exec", "choir.fs.read", "choir.fs.search", "choir.fs.write"},
-		Curious:     {"choir.web.browse", "choir.web.search"},
+		Curious:     {"choir.net.fetch", "choir.web.browse", "choir.web.search"},
 		Skeptical:   {"choir.exec", "choir.fs.read", "choir.fs.search"},
 		Paranoid:    {"choir.fs.read", "choir.fs.search"},
 		Contrite:    nil,
@@ -284,7 +286,48 @@ func TestPermittedBuiltinTools(t *testing.T) {
 	p.Tools = []string{"*"}
 	if got := p.Permitted(builtin.Names(), nil); !slices.Equal(got, []string{
 		"choir.core.cancel", "choir.core.finish", "choir.core.inject", "choir.core.list", "choir.core.report", "choir.core.spawn",
-		"choir.web.browse", "choir.web.search"}) {
-		t.Errorf("CURIOUS with tools [*] permits %v; want the lane tools and the web tools only", got)
+		"choir.net.fetch", "choir.web.browse", "choir.web.search"}) {
+		t.Errorf("CURIOUS with tools [*] permits %v; want the lane tools, choir.net.fetch and the web tools only", got)
+	}
+}
+
+// A mood's allowlist: applied from config.json, compiled into the policy
+// choir.net.fetch enforces, refused on a mood without network; no mood's
+// container ever has a network.
+func TestMoodAllowlist(t *testing.T) {
+	var allow []config.AllowEntry
+	if err := json.Unmarshal([]byte(`["https://docs.example.org/api/", {"prefix": "https://search.example.org/q", "methods": ["POST"]}]`), &allow); err != nil {
+		t.Fatal(err)
+	}
+	set, err := Resolve(&config.Headless{Moods: map[string]config.MoodOverride{"CURIOUS": {Allow: allow}}})
+	if err != nil {
+		t.Fatalf("Resolve = %v", err)
+	}
+	p, err := set[Curious].NetPolicy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Name != "headless.moods.CURIOUS.allow" || !p.Check("GET", "https://docs.example.org/api/x").Allowed ||
+		!p.Check("POST", "https://search.example.org/q").Allowed || p.Check("GET", "https://search.example.org/q").Allowed {
+		t.Errorf("CURIOUS policy = %+v; want the two entries", p)
+	}
+	// The built-in research mood admits nothing until config.json lists it.
+	b, _ := Builtin(Curious)
+	if bp, _ := b.NetPolicy(); bp.Check("GET", "https://docs.example.org/api/x").Allowed {
+		t.Error("the built-in CURIOUS admits a URL; it has no allowlist")
+	}
+	for _, m := range All() {
+		if p := set[m]; p.Container().NetworkMode != "none" {
+			t.Errorf("%s container network %q; want none in every mood", m, p.Container().NetworkMode)
+		}
+	}
+	_, err = Resolve(&config.Headless{Moods: map[string]config.MoodOverride{
+		"CALM":    {Allow: allow},
+		"CURIOUS": {Allow: []config.AllowEntry{{Entry: netpolicy.Entry{Prefix: "ftp://x/"}}}},
+	}})
+	for _, want := range []string{"config.json: headless.moods.CALM.allow: an allowlist needs network on", "config.json: headless.moods.CURIOUS.allow[0]: \"ftp://x/\": scheme"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Resolve = %v; want %q", err, want)
+		}
 	}
 }

@@ -32,6 +32,9 @@ func Apply(p Profile, o config.MoodOverride) Profile {
 	if o.Verifiers != nil {
 		p.Verifiers = slices.Clone(o.Verifiers)
 	}
+	if o.Allow != nil {
+		p.Allow = config.Entries(o.Allow)
+	}
 	if b := o.Budgets; b != nil {
 		if b.Tokens != nil {
 			p.Budgets.Tokens = *b.Tokens

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"choir/internal/netpolicy"
 )
 
 // Traits are what a tool reaches. For choir's built-in tools they are
@@ -37,6 +39,8 @@ var known = []struct {
 	// The search provider's key is choird's service key, not the user's
 	// identity: the web tools count as network only.
 	{"choir.web.", Traits{Network: true}},
+	// choird fetches within the mood's allowlist, without credentials.
+	{"choir.net.fetch", Traits{Network: true}},
 	{"choir.memory.", Traits{PrivateData: true}},
 	{"choir.email.", Traits{PrivateData: true, Network: true, Credentials: true}},
 	{"choir.notion.", Traits{PrivateData: true, Network: true, Credentials: true}},
@@ -130,7 +134,7 @@ func (p Profile) refusal(t Traits) string {
 	case t.Credentials && !p.Credentials:
 		return "it uses credentials and credentials is off"
 	case t.Exec && p.Network:
-		return "it runs programs in the container, which would be raw network egress with network on (egress goes through the web tools)"
+		return "it runs programs in the container, which would be raw network egress with network on (egress goes through choir.net.fetch and the web tools)"
 	}
 	return ""
 }
@@ -211,6 +215,23 @@ func Validate(p Profile) error {
 			}
 		}
 	}
+	if len(p.Allow) > 0 && !p.Network {
+		add("allow", "an allowlist needs network on: a mood without network is offered no choir.net.fetch")
+	}
+	if _, err := p.NetPolicy(); err != nil {
+		for _, e := range unjoin(err) {
+			var ee *netpolicy.EntryError
+			if errors.As(e, &ee) {
+				if ee.Value != "" {
+					add("allow"+ee.Path, "%q: %s", ee.Value, ee.Msg)
+				} else {
+					add("allow"+ee.Path, "%s", ee.Msg)
+				}
+			} else {
+				add("allow", "%v", e)
+			}
+		}
+	}
 	for i, v := range p.Verifiers {
 		if !verifierRE.MatchString(v) {
 			add(fmt.Sprintf("verifiers[%d]", i), "%q is not a verifier name (lowercase letters, digits, '_', '.', '-', at most 64)", v)
@@ -227,4 +248,11 @@ func Validate(p Profile) error {
 		add("budgets.wall_time_s", "%s; want %s to %s", b.WallTime, MinWallTime, MaxWallTime)
 	}
 	return errors.Join(errs...)
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }
