@@ -12,6 +12,7 @@ type Guard string
 const (
 	GuardCrashRecovery     Guard = "crash_recovery"
 	GuardUnexpectedNetwork Guard = "unexpected_network"
+	GuardSensitive         Guard = "privilege_proximity_sensitive"
 	GuardPrivilegeHighRisk Guard = "privilege_proximity_high_risk"
 	GuardPrivilege         Guard = "privilege_proximity"
 	GuardRegression        Guard = "verifier_regressed"
@@ -19,6 +20,7 @@ const (
 	GuardBudget            Guard = "budget_exhausted_without_progress"
 	GuardNoStateChange     Guard = "no_state_change"
 	GuardHyperthesis       Guard = "hyperthesis_magnitude"
+	GuardHyperthesisMany   Guard = "hyperthesis_many"
 	GuardCleared           Guard = "cleared"
 )
 
@@ -39,9 +41,19 @@ type Facts struct {
 	// Regressed names the verifiers that passed on the run's base commit
 	// and fail on its result.
 	Regressed []string
-	// Hyperthesis is the hyperthesis magnitude: the open hypertheses of the
-	// AHDB state that have no bound yet (seed 002 §5.2).
+	// Hyperthesis is the hyperthesis magnitude: the hyperthesis entries of
+	// the AHDB state whose bound is not in place yet (no attestation has
+	// mitigated them, seed 002 §5.2; State.HyperthesisMagnitude).
 	Hyperthesis int
+	// HyperthesisEntries counts every hyperthesis entry in effect, bounded
+	// or not: many blind spots, even bounded, call for verification.
+	HyperthesisEntries int
+	// Sensitive is what the work comes near (Sensitive(patch files, work
+	// item text)): credentials, CI config, deploy scripts, choir's config.
+	Sensitive []string
+	// Hardened: a PARANOID run of this work item has already happened, so
+	// its privilege proximity was looked at.
+	Hardened bool
 	// Privilege is what the run is about to do: Commit, Publish, Export,
 	// or "" for nothing privileged.
 	Privilege string
@@ -101,6 +113,15 @@ var guards = []rule{
 		always(Contrite), "a run was left half done: rebuild the state from receipts before anything else"},
 	{GuardUnexpectedNetwork, anomaly(UnexpectedNetwork),
 		always(Paranoid), "a run tried to reach the network its profile does not allow: harden before going on"},
+	{GuardSensitive,
+		func(f Facts, _ Thresholds) ([]string, bool) {
+			ev := make([]string, 0, len(f.Sensitive))
+			for _, s := range f.Sensitive {
+				ev = append(ev, "near "+s)
+			}
+			return ev, len(f.Sensitive) > 0 && !f.Hardened
+		},
+		always(Paranoid), "the work comes near credentials, CI, deployment or choir's own config: harden before going on"},
 	{GuardPrivilegeHighRisk,
 		func(f Facts, _ Thresholds) ([]string, bool) {
 			return []string{"about to " + f.Privilege, "risk " + f.Risk}, f.Privilege != "" && f.Risk == "high"
@@ -136,6 +157,11 @@ var guards = []rule{
 			return []string{fmt.Sprintf("%d unbounded hypertheses, threshold %d", f.Hyperthesis, th.Hyperthesis)}, f.Hyperthesis >= th.Hyperthesis
 		},
 		always(Paranoid), "too much the verifiers cannot rule out: tighten scope and add verifiers"},
+	{GuardHyperthesisMany,
+		func(f Facts, th Thresholds) ([]string, bool) {
+			return []string{fmt.Sprintf("%d hyperthesis entries, threshold %d", f.HyperthesisEntries, 2*th.Hyperthesis)}, f.HyperthesisEntries >= 2*th.Hyperthesis
+		},
+		always(Skeptical), "many blind spots, even bounded: verify and adjudicate before new work"},
 	{GuardCleared,
 		func(f Facts, _ Thresholds) ([]string, bool) {
 			return []string{"the last " + string(f.Current) + " run passed"}, f.Current != Calm && f.Passed

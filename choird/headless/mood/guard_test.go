@@ -33,6 +33,11 @@ func TestDecide(t *testing.T) {
 		{"no state change", Facts{Current: Calm, Anomalies: []Anomaly{an(NoStateChange, "r-1", "r-2", "r-3")}}, Curious, GuardNoStateChange, "run r-3"},
 		{"no state change while curious", Facts{Current: Curious, Anomalies: []Anomaly{an(NoStateChange, "r-1", "r-2", "r-3")}}, Deferential, GuardNoStateChange, "run r-1"},
 		{"hyperthesis", Facts{Current: Calm, Hyperthesis: 3}, Paranoid, GuardHyperthesis, "3 unbounded hypertheses, threshold 3"},
+		{"many hypertheses, bounded", Facts{Current: Calm, HyperthesisEntries: 6, Hyperthesis: 2}, Skeptical, GuardHyperthesisMany, "6 hyperthesis entries, threshold 6"},
+		{"unbounded beats many", Facts{Current: Calm, HyperthesisEntries: 9, Hyperthesis: 3}, Paranoid, GuardHyperthesis, ""},
+		{"near CI", Facts{Current: Calm, Sensitive: []string{"ci config: .github/workflows/ci.yml"}}, Paranoid, GuardSensitive, "near ci config: .github/workflows/ci.yml"},
+		{"near credentials, high risk commit", Facts{Current: Calm, Sensitive: []string{"credentials: .env"}, Privilege: Commit, Risk: "high"}, Paranoid, GuardSensitive, "near credentials: .env"},
+		{"network beats sensitive", Facts{Current: Calm, Sensitive: []string{"credentials: .env"}, Anomalies: []Anomaly{an(UnexpectedNetwork, "r-1")}}, Paranoid, GuardUnexpectedNetwork, ""},
 		{"cleared from skeptical", Facts{Current: Skeptical, Passed: true}, Calm, GuardCleared, "last SKEPTICAL run passed"},
 		{"cleared from contrite", Facts{Current: Contrite, Passed: true}, Calm, GuardCleared, "CONTRITE"},
 		{"cleared from deferential", Facts{Current: Deferential, Passed: true}, Calm, GuardCleared, "DEFERENTIAL"},
@@ -41,6 +46,9 @@ func TestDecide(t *testing.T) {
 		{"calm and quiet", Facts{Current: Calm, Passed: true}, "", "", ""},
 		{"skeptical, not passed", Facts{Current: Skeptical}, "", "", ""},
 		{"hyperthesis under threshold", Facts{Current: Calm, Hyperthesis: 2}, "", "", ""},
+		{"few hypertheses", Facts{Current: Calm, Hyperthesis: 2, HyperthesisEntries: 5}, "", "", ""},
+		{"sensitive, already hardened", Facts{Current: Calm, Sensitive: []string{"credentials: .env"}, Hardened: true}, "", "", ""},
+		{"paranoid holds while sensitive", Facts{Current: Paranoid, Sensitive: []string{"credentials: .env"}, Passed: true}, "", "", ""},
 		{"empty current is CALM", Facts{}, "", "", ""},
 
 		// The most severe guard decides, and holds its mood.
@@ -106,6 +114,8 @@ func TestEveryGuardIsReachable(t *testing.T) {
 		GuardBudget:            {Anomalies: []Anomaly{an(BudgetExhausted, "r")}},
 		GuardNoStateChange:     {Anomalies: []Anomaly{an(NoStateChange, "r")}},
 		GuardHyperthesis:       {Hyperthesis: 99},
+		GuardSensitive:         {Sensitive: []string{"ci config: .github/workflows/ci.yml"}},
+		GuardHyperthesisMany:   {HyperthesisEntries: 6},
 		GuardCleared:           {Current: Paranoid, Passed: true},
 	}
 	for _, g := range Guards() {
@@ -135,5 +145,30 @@ func TestTransitionReceiptBody(t *testing.T) {
 	}
 	if m["from"] != "CALM" || m["to"] != "SKEPTICAL" || m["guard"] != "verifier_regressed" {
 		t.Errorf("MoodTransition body = %s", body)
+	}
+}
+
+// What a run comes near, by path and by the work item's words.
+func TestSensitive(t *testing.T) {
+	for _, c := range []struct {
+		files []string
+		text  string
+		want  []string
+	}{
+		{[]string{"main.go", "README.md", "docs/deploying.md", "internal/keys/keys.go", "Makefile"}, "fix the parser's nil map", nil},
+		{[]string{".env", "config/.env.production", "certs/server.pem", "home/.ssh/config", "id_ed25519"}, "", []string{
+			"credentials: .env", "credentials: certs/server.pem", "credentials: config/.env.production", "credentials: home/.ssh/config", "credentials: id_ed25519"}},
+		{[]string{".github/workflows/ci.yml", ".gitlab-ci.yml", "sub/.circleci/config.yml", "Jenkinsfile"}, "", []string{
+			"ci config: .github/workflows/ci.yml", "ci config: .gitlab-ci.yml", "ci config: Jenkinsfile", "ci config: sub/.circleci/config.yml"}},
+		{[]string{"deploy/prod.sh", "scripts/deploy.sh", "infra/main.tf", "fly.toml"}, "", []string{
+			"deploy scripts: deploy/prod.sh", "deploy scripts: fly.toml", "deploy scripts: infra/main.tf", "deploy scripts: scripts/deploy.sh"}},
+		{[]string{".choir/docs.json", "./.choir/config.json"}, "", []string{"choir config: ./.choir/config.json", "choir config: .choir/docs.json"}},
+		{nil, "Rotate the API credentials used by `scripts/deploy.sh`.", []string{"credentials: credentials", "deploy scripts: scripts/deploy.sh"}},
+		{nil, "Deploy the docs; see https://example.org/.env for why", []string{"deploy scripts: deploy"}},
+		{[]string{".env", ".env"}, "secret", []string{"credentials: .env", "credentials: secret"}},
+	} {
+		if got := Sensitive(c.files, c.text); !slices.Equal(got, c.want) {
+			t.Errorf("Sensitive(%q, %q) = %q; want %q", c.files, c.text, got, c.want)
+		}
 	}
 }

@@ -106,6 +106,11 @@ type Runner struct {
 	Log    *slog.Logger
 	// Thresholds tune the anomaly detectors and mood guards.
 	Thresholds mood.Thresholds
+	// Evidence returns pointers of the knowledge base for a query (nil:
+	// none); the context pack carries them (pack.go).
+	Evidence func(ctx context.Context, agent, query string, limit int) ([]headless.Pointer, error)
+	// PackTokens is the context pack's budget (0: DefaultPackTokens).
+	PackTokens int
 
 	mu       sync.Mutex
 	active   map[string]bool          // run ids being performed by this runner
@@ -286,34 +291,17 @@ func chownLike(wt *worktree.Worktree, repo string) error {
 	return wt.Chown(int(st.Uid), int(st.Gid))
 }
 
-// Footprint is the body of a ContextFootprint receipt: what went into the
-// run session's context, by content hash, and where it worked.
-type Footprint struct {
-	Objective string   `json:"objective"` // object hash of the objective text
-	Cites     []string `json:"cites"`     // receipts the objective cites
-	Tools     []string `json:"tools"`
-	Mood      string   `json:"mood"`
-	Network   bool     `json:"network"`
-	Repo      string   `json:"repo"`
-	Target    string   `json:"target"`
-	Base      string   `json:"base"`
-}
-
 // work has the agent perform the run session and records the patch. It
 // returns done when the run ended there.
 func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
-	objective, cites, err := r.objective(ctx, x)
+	fp, objective, objs, err := r.contextPack(ctx, x) // pack.go
 	if err != nil {
 		return false, err
 	}
-	obj, err := r.Objects.Put([]byte(objective))
-	if err != nil {
-		return false, fmt.Errorf("run %s: store its objective: %w", x.ID, err)
-	}
 	tools := x.profile.Permitted(x.agent.Tools, x.agent.Traits)
-	fp := Footprint{Objective: obj, Cites: nonNil(cites), Tools: nonNil(tools), Mood: string(x.profile.Mood), Network: x.profile.Network,
-		Repo: x.wt.Repo, Target: x.wt.Target, Base: x.wt.Base}
-	if err := r.record(ctx, x, headless.KindContextFootprint, fp, []string{obj}, "footprint"); err != nil {
+	fp.Tools, fp.Mood, fp.Network = nonNil(tools), string(x.profile.Mood), x.profile.Network
+	fp.Repo, fp.Target, fp.Base = x.wt.Repo, x.wt.Target, x.wt.Base
+	if err := r.record(ctx, x, headless.KindContextFootprint, fp, objs, "footprint"); err != nil {
 		return false, err
 	}
 	c := x.profile.Container()
@@ -594,6 +582,7 @@ func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatu
 		r.report(x, fmt.Sprintf("Anomaly in run %s of %s: %s.", x.ID, x.WorkItem, a.Detail))
 	}
 	f := mood.Facts{Current: x.profile.Mood, Anomalies: anomalies, Risk: string(x.item.Risk), Passed: committed && len(anomalies) == 0}
+	r.guardFacts(ctx, x, &f, history) // guards.go: hyperthesis magnitude, privilege proximity
 	t, ok := mood.Decide(f, r.Thresholds)
 	if !ok {
 		return
