@@ -110,6 +110,12 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	if err := registerRunTools(agentsMgr, st, director, home, log.With(logs.KeySystem, "headless")); err != nil {
 		return err
 	}
+	// net_fetch.go: choir.net.fetch, the way out of a container without network
+	stopNetFetch, err := registerNetFetch(agentsMgr, func() *config.Config { return plane.Config().Config }, st, director, home, log.With(logs.KeySystem, "netfetch"))
+	if err != nil {
+		return err
+	}
+	defer stopNetFetch()
 	plane.SetMemory(memTools)
 	plane.Console.Workspace = agentsMgr.WorkspacePath
 	plane.Console.IsConsoleDM = func(dm string) bool {

@@ -368,14 +368,14 @@ func (d *Director) EndRun(ctx context.Context, runID string, status RunStatus, r
 // recordable are the kinds Record takes; the others have their own
 // methods, which check what they mean.
 // (SplitRequest and SpecChangeRequest: split.go, tiers_gate.go).
-var recordable = []Kind{KindContextFootprint, KindPatchReceipt, KindMoodTransition, KindAnomaly}
+var recordable = []Kind{KindContextFootprint, KindPatchReceipt, KindMoodTransition, KindAnomaly, KindNetRequest}
 
 // Record appends a receipt of one of the kinds with no rule of their own
 // here (ContextFootprint, PatchReceipt, MoodTransition, Anomaly): body is a JSON object of at most
 // MaxBody bytes, objects the SHA-256 of what it points to.
 func (d *Director) Record(ctx context.Context, runID string, kind Kind, body json.RawMessage, objects []string, key string) (Receipt, bool, error) {
 	if !slices.Contains(recordable, kind) {
-		return Receipt{}, false, invalid("kind", "use the note, verify, commit, split, spec change or end operation for it, or one of ContextFootprint, PatchReceipt, MoodTransition, Anomaly",
+		return Receipt{}, false, invalid("kind", "use the note, verify, commit, split, spec change or end operation for it, or one of ContextFootprint, PatchReceipt, MoodTransition, Anomaly, NetRequest",
 			"receipt kind %q cannot be recorded directly", kind)
 	}
 	if err := list("objects", objects, MaxListItems, checkSHA256); err != nil {

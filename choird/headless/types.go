@@ -143,12 +143,15 @@ const (
 	KindAnomaly           Kind = "Anomaly"
 	KindSplitRequest      Kind = "SplitRequest"
 	KindSpecChangeRequest Kind = "SpecChangeRequest"
+	// KindNetRequest is one choir.net.fetch of the run, allowed or denied
+	// (choird/netfetch.Record; the body's object as a "source").
+	KindNetRequest Kind = "NetRequest"
 )
 
 // Kinds lists every receipt kind.
 var Kinds = []Kind{KindRunStarted, KindContextFootprint, KindNote, KindVerifierResults, KindPatchReceipt,
 	KindMoodTransition, KindCommitRequest, KindCommitDecision, KindCommitReceipt, KindRunEnded, KindAnomaly,
-	KindSplitRequest, KindSpecChangeRequest, KindSplitDecision}
+	KindSplitRequest, KindSpecChangeRequest, KindSplitDecision, KindNetRequest}
 
 // Receipt is one entry of a run's append-only log: Seq counts from 1 per
 // run with no gaps. Objects are the SHA-256 (hex) of objects in the object

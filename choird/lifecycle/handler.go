@@ -53,6 +53,10 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 	_, version := m.Config()
 	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version, ModelProxy: r.ModelProxy}
 	r.perf.brief(&resp) // run_session.go: a run session's brief
+	// choird/netfetch: an interactive agent in policy mode offers choir.net.fetch
+	if l, _ := m.Config(); r.perf == nil && l != nil {
+		resp.NetFetch = l.Config.Agents[r.AgentID].Network.Policy()
+	}
 	if r.resume != nil {
 		rec, err := m.recovery(ctx, r)
 		if err != nil {
