@@ -44,6 +44,8 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 		Sessions: runSessions{agents},
 		Agent:    func(ctx context.Context, id string) (runner.Agent, error) { return runAgent(ctx, cfg(), id) },
 		Moods:    func() (mood.Set, error) { return mood.Resolve(cfg().Headless) },
+		// headless/runner/split.go: how often a work item may be split on request
+		MaxSplits: func() int { return cfg().Headless.MaxSplitsOrDefault() },
 		Verifiers: func(name string) (verify.Verifier, bool) {
 			var defs map[string]config.VerifierDef
 			if h := cfg().Headless; h != nil {

@@ -33,6 +33,7 @@ import (
 	"choir/choird/headless/sched"
 	"choir/choird/headless/verify"
 	"choir/choird/headless/worktree"
+	"choir/internal/rpc"
 )
 
 // Task is what a run session is asked to do: the agent's part of a run.
@@ -106,6 +107,8 @@ type Runner struct {
 	Log    *slog.Logger
 	// Thresholds tune the anomaly detectors and mood guards.
 	Thresholds mood.Thresholds
+	// MaxSplits is headless.max_splits (nil: headless.DefaultMaxSplits).
+	MaxSplits func() int
 	// Evidence returns pointers of the knowledge base for a query (nil:
 	// none); the context pack carries them (pack.go).
 	Evidence func(ctx context.Context, agent, query string, limit int) ([]headless.Pointer, error)
@@ -163,6 +166,10 @@ type run struct {
 	wt      *worktree.Worktree
 	patch   worktree.Patch
 	answer  string
+	// tiers are the repository's doc tiers as the worktree held them
+	// before the agent worked in it (headless.ReadDocTiers).
+	tiers    headless.DocTiers
+	tiersErr error
 }
 
 // Perform takes the queued run runID to its end: committed, or failed with
@@ -299,6 +306,7 @@ func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
 		return false, err
 	}
 	tools := x.profile.Permitted(x.agent.Tools, x.agent.Traits)
+	tools = append(tools, rpc.RunHostTools...) // notes, split and spec change requests, in every mood (split.go)
 	fp.Tools, fp.Mood, fp.Network = nonNil(tools), string(x.profile.Mood), x.profile.Network
 	fp.Repo, fp.Target, fp.Base = x.wt.Repo, x.wt.Target, x.wt.Base
 	if err := r.record(ctx, x, headless.KindContextFootprint, fp, objs, "footprint"); err != nil {
@@ -312,12 +320,16 @@ func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
 	if c.Workspace == "" {
 		t.Worktree = "" // the mood reads no private data: an empty scratch workspace
 	}
+	x.tiers, x.tiersErr = headless.ReadDocTiers(x.wt.Dir) // before the agent can change them
 	out, err := r.Sessions.Perform(ctx, t)
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("run %s: interrupted while the agent worked: %w", x.ID, ctx.Err())
 	}
 	if err != nil {
 		return true, r.fail(ctx, x, headless.RunFailed, "its session could not run: "+err.Error())
+	}
+	if done, err := r.actOnSplit(ctx, x); done || err != nil { // split.go
+		return true, err
 	}
 	if out.Status != Answered {
 		why := out.Status
@@ -351,7 +363,11 @@ func (r *Runner) recordPatch(ctx context.Context, x *run) (done bool, err error)
 		return false, fmt.Errorf("run %s: the object store named its patch %s, the worktree %s", x.ID, h, p.Hash)
 	}
 	x.patch = p
-	body := PatchBody{Hash: p.Hash, Base: p.Base, Tree: p.Tree, Files: nonNil(p.Files), Answer: clip(x.answer, 2000)}
+	body := PatchBody{Hash: p.Hash, Base: p.Base, Tree: p.Tree, Files: nonNil(p.Files), Answer: clip(x.answer, 2000),
+		Docs: x.tiers.GatedChanges(p.Files)}
+	if x.tiersErr != nil {
+		body.TiersError = clip(x.tiersErr.Error(), 500)
+	}
 	return false, r.record(ctx, x, headless.KindPatchReceipt, body, []string{h}, "patch:"+p.Hash)
 }
 
@@ -362,6 +378,11 @@ type PatchBody struct {
 	Tree   string   `json:"tree"`
 	Files  []string `json:"files"`
 	Answer string   `json:"answer,omitempty"` // the agent's summary
+	// Docs are the files it changes in DOCTRINE or SPECS, TiersError why
+	// the repository's tier file could not be read: CheckCommit gates the
+	// commit on them (headless/tiers_gate.go).
+	Docs       []headless.DocChange `json:"docs,omitempty"`
+	TiersError string               `json:"tiers_error,omitempty"`
 }
 
 func (r *Runner) record(ctx context.Context, x *run, kind headless.Kind, body any, objs []string, key string) error {
@@ -491,9 +512,13 @@ func (r *Runner) commit(ctx context.Context, x *run) error {
 	if err != nil {
 		return fmt.Errorf("run %s: %w", x.ID, err)
 	}
-	if check.NeedsHuman {
+	if check.NeedsHuman && check.Ready {
+		why := "high risk"
+		if x.item.Risk != headless.RiskHigh {
+			why = strings.Join(check.Gates, "; ")
+		}
 		r.log().Info("run waits for a human's approval", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem)
-		r.report(x, fmt.Sprintf("Run %s of %s (high risk) passed its verifiers and waits for your decision: choirctl run approve %s, or reject it.", x.ID, x.WorkItem, x.ID))
+		r.report(x, fmt.Sprintf("Run %s of %s (%s) passed its verifiers and waits for your decision: choirctl run approve %s, or reject it.", x.ID, x.WorkItem, why, x.ID))
 		return nil
 	}
 	if !check.Ready {

@@ -298,7 +298,8 @@ func TestRunSessionGetsTheMoodsProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := e.agent.tasks[0]
-	if strings.Join(task.Tools, " ") != "choir.exec choir.fs.read choir.fs.write" || task.Network || task.Credentials || task.WorkspaceRO {
+	// The run's own notes and requests (split.go) come in every mood.
+	if strings.Join(task.Tools, " ") != "choir.exec choir.fs.read choir.fs.write choir.run.note choir.run.split choir.run.spec_change" || task.Network || task.Credentials || task.WorkspaceRO {
 		t.Errorf("CALM task = tools %v network %v credentials %v read-only %v; want the fs tools and exec, no network, no credentials, writable",
 			task.Tools, task.Network, task.Credentials, task.WorkspaceRO)
 	}
