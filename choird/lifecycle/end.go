@@ -122,6 +122,9 @@ func (m *Manager) end(r *Run, status, reason string) {
 		select {
 		case <-r.exited:
 		default:
+			if r.Offline {
+				m.readNet(r) // the last count, before the namespace goes (netattempts.go)
+			}
 			// Still running: stopped by choird (SIGTERM, SIGKILL after 10 s).
 			if err := m.Docker.ContainerStop(ctx, r.ContainerID, 10*time.Second); err != nil && !docker.IsNotFound(err) {
 				m.logf(r, "stop container failed", "error", err.Error())

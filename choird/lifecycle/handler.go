@@ -51,7 +51,7 @@ func (m *Manager) HandleInitHello(ctx context.Context, req rpc.InitHelloReq) (rp
 		return rpc.InitHelloResp{}, err
 	}
 	_, version := m.Config()
-	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version, ModelProxy: r.ModelProxy}
+	resp := rpc.InitHelloResp{Status: rpc.InitFresh, LeaseToken: r.token, ResourceBindings: r.bindings(), ConfigVersion: version, ModelProxy: r.ModelProxy, Tunnel: r.tunnel()}
 	r.perf.brief(&resp) // run_session.go: a run session's brief
 	// choird/netfetch: an interactive agent in policy mode offers choir.net.fetch
 	if l, _ := m.Config(); r.perf == nil && l != nil {

@@ -128,6 +128,11 @@ type Run struct {
 	// (choird/modelproxy.go) and GET_SECRETS grants no model key; set at
 	// start, from agents.<id>.model_proxy or for a run without network.
 	ModelProxy bool
+	// Offline: the container has no network route (NetworkMode none: a
+	// run without network, or agents.<id>.network.mode "policy"); its
+	// agent's own clients reach their services through choird's tunnel,
+	// and its network attempts are counted (netattempts.go).
+	Offline bool
 
 	token    string
 	socket   io.Closer            // the agent's own control socket
@@ -156,6 +161,8 @@ type Run struct {
 	hbRefusedWhy   string    // the last one's error
 	engineLost     time.Time // when the wait on the container lost the engine; zero when it answers
 	engineWhy      string
+
+	net netWatch // the container's network-attempt counters (netattempts.go)
 }
 
 // Manager starts, watches and stops agents.
@@ -212,6 +219,11 @@ type Manager struct {
 	// EventsStored is told the events of each stored heartbeat; those up
 	// to rev after were stored before (choird's metrics). Nil means nobody.
 	EventsStored func(agentID string, after int64, events []rpc.Event)
+	// NetworkAttempts is told, on a goroutine of its own, each time the
+	// network attempts counted in an interactive offline session's
+	// container rise (netattempts.go): total so far, added since the last
+	// time. choird tells the admin DMs. Nil means nobody.
+	NetworkAttempts func(agentID, sessionID string, total, added int64)
 	// Images is the build's record of the images it made; INIT_HELLO is
 	// checked against it (checkImage). Nil compares the version only.
 	Images ImageRecords

@@ -202,7 +202,7 @@ func (m *Manager) Monitor(ctx context.Context) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	defer m.flushLiveness()
-	recorded := m.now()
+	recorded, netRead := m.now(), m.now()
 	for {
 		select {
 		case <-ctx.Done():
@@ -213,6 +213,10 @@ func (m *Manager) Monitor(ctx context.Context) {
 		if now := m.now(); now.Sub(recorded) >= m.livenessEvery() {
 			recorded = now
 			m.recordLiveness(ctx, m.allRuns()) // liveness.go
+		}
+		if now := m.now(); now.Sub(netRead) >= NetAttemptsEvery {
+			netRead = now
+			m.watchNetAttempts() // netattempts.go
 		}
 		l, _ := m.Config()
 		threshold := time.Duration(l.Config.CrashDetectionThresholdMS) * time.Millisecond

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,22 @@ func Profile(s Spec) (*docker.ContainerConfig, *docker.HostConfig) {
 	return cfg, hc
 }
 
+// OfflineSysctls are the only kernel parameters a container may be given:
+// IPv6 on its loopback. Docker disables IPv6 in a container without
+// network, and then a connect to an IPv6 address fails with
+// EADDRNOTAVAIL before any route is looked up, uncounted; with it, such a
+// connect fails with ENETUNREACH and the kernel counts it in
+// Ip6OutNoRoutes, as it counts IPv4 in OutNoRoutes (netattempts.go).
+var OfflineSysctls = map[string]string{"net.ipv6.conf.all.disable_ipv6": "0", "net.ipv6.conf.lo.disable_ipv6": "0"}
+
+// Offline takes hc off every network: NetworkMode none (a loopback
+// only, no route anywhere), with IPv6 on the loopback so that attempts to
+// IPv6 addresses are counted too.
+func Offline(hc *docker.HostConfig) {
+	hc.NetworkMode = "none"
+	hc.Sysctls = maps.Clone(OfflineSysctls)
+}
+
 // Hardened is the part of §15.3 that every container choird starts shares
 // (an agent's, a verifier's): every capability dropped, no-new-privileges,
 // a read-only root with tmpfs /tmp (TmpSizeMB) and /run, private IPC,
@@ -172,6 +189,11 @@ func Verify(cfg *docker.ContainerConfig, hc *docker.HostConfig, s Spec) error {
 	for name, mode := range map[string]string{"PID": hc.PidMode, "network": hc.NetworkMode, "IPC": hc.IpcMode} {
 		if mode == "host" || strings.HasPrefix(mode, "container:") {
 			refuse("the %s namespace %q", name, mode)
+		}
+	}
+	for k, v := range hc.Sysctls {
+		if want, ok := OfflineSysctls[k]; !ok || v != want || hc.NetworkMode != "none" {
+			refuse("kernel parameter %s=%s (only %v, and only without network)", k, v, OfflineSysctls)
 		}
 	}
 	if len(hc.Devices) > 0 {

@@ -33,6 +33,13 @@ type agentEngine struct {
 	creates   int
 	failStart error // ContainerStart answers this while set
 	mute      bool  // the agent never says hello
+	pid       int   // the State.Pid inspect reports (netattempts_test.go)
+}
+
+func (d *agentEngine) ContainerInspect(_ context.Context, id string) (docker.Container, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return docker.Container{ID: id, State: &docker.ContainerState{Running: true, Pid: d.pid}}, nil
 }
 
 func (d *agentEngine) ImageInspect(_ context.Context, ref string) (docker.Image, error) {

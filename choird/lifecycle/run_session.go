@@ -15,6 +15,7 @@ import (
 
 	"choir/choird/lease"
 	"choir/internal/config"
+	"choir/internal/docker"
 	"choir/internal/rpc"
 )
 
@@ -62,6 +63,10 @@ type Outcome struct {
 	ErrorReply bool
 	Status     string // RunAnswered, RunBudget, RunTimeout, RunCrashed, RunStopped
 	Reason     string
+	// NetworkAttempts is how many times something in the run's container
+	// tried to reach the network directly (no route: counted by the
+	// kernel, netattempts.go), as last read before the container went.
+	NetworkAttempts int64
 }
 
 // Outcome statuses.
@@ -225,7 +230,8 @@ func (m *Manager) Perform(ctx context.Context, p Performance) (Outcome, error) {
 	perf := r.perf
 	out := func(status, reason string) Outcome {
 		answer, _, _, _ := perf.reply()
-		return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason}
+		n, _ := r.NetAttempts()
+		return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason, NetworkAttempts: n}
 	}
 	// stopNow ends the session at once (the container stopped by the
 	// engine) and says how.
@@ -321,6 +327,9 @@ func (m *Manager) runDone(r *Run) bool {
 // WallTime and ctx, and ends it.
 func (m *Manager) finishRun(ctx context.Context, r *Run, wall <-chan time.Time) Outcome {
 	p := r.perf
+	if r.Offline {
+		m.readNet(r) // before the agent exits and its namespace goes (netattempts.go)
+	}
 	r.setState(StateStopping)
 	m.Sessions.Publish(r.SessionID, "shutdown", map[string]string{"reason": "run answered"})
 	l, _ := m.Config()
@@ -347,7 +356,8 @@ func (m *Manager) finishRun(ctx context.Context, r *Run, wall <-chan time.Time) 
 	}
 	m.end(r, StatusStopped, reason)
 	answer, _, isError, _ := p.reply()
-	return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason, ErrorReply: isError}
+	n, _ := r.NetAttempts()
+	return Outcome{SessionID: r.SessionID, Answer: answer, Status: status, Reason: reason, ErrorReply: isError, NetworkAttempts: n}
 }
 
 // endedOutcome is the Outcome of a session that ended by another path
@@ -358,6 +368,7 @@ func (m *Manager) endedOutcome(r *Run) Outcome {
 	status, reason, answer := p.endStatus, p.endReason, p.answer
 	p.mu.Unlock()
 	o := Outcome{SessionID: r.SessionID, Answer: answer, Reason: reason}
+	o.NetworkAttempts, _ = r.NetAttempts()
 	switch {
 	case strings.Contains(reason, "session budget spent"):
 		o.Status = RunBudget
@@ -420,7 +431,7 @@ func (m *Manager) startRun(ctx context.Context, p Performance) (*Run, error) {
 		AgentID: p.AgentID, SessionID: rpc.NewRequestID(), Image: image, ImageVersion: imageVersion,
 		Bindings: b, started: b, StartedAt: m.now(), token: rpc.NewToken(),
 		ready: make(chan struct{}), exited: make(chan struct{}), state: StateStarting,
-		configVersion: version, lanes: map[string]rpc.StatusReq{}, ModelProxy: !p.Network,
+		configVersion: version, lanes: map[string]rpc.StatusReq{}, ModelProxy: !p.Network, Offline: !p.Network,
 	}
 	r.perf = &performing{p: p, run: r, scratch: scratch, changed: make(chan struct{}, 1), ended: make(chan struct{}),
 		sockDir: filepath.Join(m.Home.SocksDir(), "run", p.AgentID+"-"+p.RunID)}
@@ -489,40 +500,8 @@ func (m *Manager) launchRun(ctx context.Context, r *Run, wsPath string) error {
 		WorkspacePath: wsPath, SocketDir: sockDir, HeartbeatMS: l.Config.HeartbeatIntervalMS,
 		Limits: l.Config.Container,
 	}
-	if m.HTTP != nil && p.Network {
-		if err := writeCA(sockDir, m.HTTP.CA); err != nil {
-			return err
-		}
-		spec.Endpoint = m.HTTP.URL
-	} else {
-		// The socket reaches choird without a network (the HTTP transport
-		// needs the bridge, which a run without network has not).
-		sock, err := m.Sockets.ListenAgent(filepath.Join(sockDir, SocketName), r.AgentID)
-		if err != nil {
-			return fmt.Errorf("open the run session's control socket: %w", err)
-		}
-		r.socket = sock
-	}
-	cfg, hc := Profile(spec)
-	cfg.Labels[LabelRun] = p.RunID
-	hc.Mounts[0].ReadOnly = p.WorkspaceRO
-	if !p.Network {
-		hc.NetworkMode = "none"
-	}
-	if err := Verify(cfg, hc, spec); err != nil {
-		return err
-	}
-	created, err := m.Docker.ContainerCreate(ctx, "choir-"+r.AgentID+"-"+p.RunID, cfg, hc)
-	if err != nil {
-		return fmt.Errorf("create the container: %w", err)
-	}
-	r.mu.Lock()
-	r.ContainerID = created.ID
-	r.mu.Unlock()
-	if err := m.Docker.ContainerStart(ctx, created.ID); err != nil {
-		return fmt.Errorf("start the container: %w", err)
-	}
-	go m.watch(r)
-	go m.pumpLogs(r)
-	return nil
+	return m.container(ctx, r, "choir-"+r.AgentID+"-"+p.RunID, spec, func(cfg *docker.ContainerConfig, hc *docker.HostConfig) {
+		cfg.Labels[LabelRun] = p.RunID
+		hc.Mounts[0].ReadOnly = p.WorkspaceRO
+	})
 }

@@ -24,6 +24,7 @@ type runEngine struct {
 	mu      sync.Mutex
 	created map[string]*docker.HostConfig // by name
 	labels  map[string]map[string]string
+	cmds    map[string][]string
 	names   []string
 }
 
@@ -31,6 +32,10 @@ func (d *runEngine) ContainerCreate(ctx context.Context, name string, cfg *docke
 	resp, err := d.agentEngine.ContainerCreate(ctx, name, cfg, hc)
 	d.mu.Lock()
 	d.created[name], d.labels[name] = hc, cfg.Labels
+	if d.cmds == nil {
+		d.cmds = map[string][]string{}
+	}
+	d.cmds[name] = cfg.Cmd
 	d.names = append(d.names, name)
 	d.mu.Unlock()
 	return resp, err

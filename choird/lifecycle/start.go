@@ -117,6 +117,11 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		configVersion: version, lanes: map[string]rpc.StatusReq{},
 		ModelProxy: l.Config.Agents[agentID].ModelProxy,
 	}
+	if l.Config.Agents[agentID].Network.Policy() {
+		// No route out: choird carries the model calls and the agent's
+		// own connections (its tunnel), choir.net.fetch the tools'.
+		r.Offline, r.ModelProxy = true, true
+	}
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt,
 		Bindings: b, Leases: resources, Image: image, Resume: resume != nil}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
@@ -182,29 +187,47 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 		WorkspacePath: wsPath, SocketDir: sockDir, HeartbeatMS: l.Config.HeartbeatIntervalMS,
 		Limits: l.Config.Container,
 	}
-	if m.HTTP != nil {
-		// The agent reaches choird's shared HTTPS endpoint; its directory
-		// holds only the CA it trusts for it.
-		if err := writeCA(sockDir, m.HTTP.CA); err != nil {
-			return err
-		}
-		spec.Endpoint = m.HTTP.URL
-	} else {
-		sock, err := m.Sockets.ListenAgent(filepath.Join(sockDir, SocketName), r.AgentID)
-		if err != nil {
-			return fmt.Errorf("open the agent's control socket: %w", err)
-		}
-		r.socket = sock
-	}
-	cfg, hc := Profile(spec)
-	if err := Verify(cfg, hc, spec); err != nil {
-		return err
-	}
 	// A resumed session runs in a new container each time, named after
 	// the resume.
 	name := "choir-" + r.AgentID + "-" + r.SessionID[:min(8, len(r.SessionID))]
 	if r.resume != nil {
 		name += fmt.Sprintf("-r%d", r.resume.resumes)
+	}
+	return m.container(ctx, r, name, spec, nil)
+}
+
+// container makes a session's container (an agent's, a run's) and starts
+// it: its way to choird (its own socket in spec.SocketDir, or choird's
+// HTTPS endpoint with the CA there when choird serves HTTP and the
+// container is on the bridge: an offline one has no route to it and
+// always gets the socket), the §15.3 profile (Profile, Offline for an
+// offline session), which adjust may change before Verify checks it;
+// then it is created, started and watched, and an offline session's
+// network counters are found (netattempts.go).
+func (m *Manager) container(ctx context.Context, r *Run, name string, spec Spec, adjust func(*docker.ContainerConfig, *docker.HostConfig)) error {
+	if m.HTTP != nil && !r.Offline {
+		// The agent reaches choird's shared HTTPS endpoint; its directory
+		// holds only the CA it trusts for it.
+		if err := writeCA(spec.SocketDir, m.HTTP.CA); err != nil {
+			return err
+		}
+		spec.Endpoint = m.HTTP.URL
+	} else {
+		sock, err := m.Sockets.ListenAgent(filepath.Join(spec.SocketDir, SocketName), r.AgentID)
+		if err != nil {
+			return fmt.Errorf("open the session's control socket: %w", err)
+		}
+		r.socket = sock
+	}
+	cfg, hc := Profile(spec)
+	if r.Offline {
+		Offline(hc)
+	}
+	if adjust != nil {
+		adjust(cfg, hc)
+	}
+	if err := Verify(cfg, hc, spec); err != nil {
+		return err
 	}
 	created, err := m.Docker.ContainerCreate(ctx, name, cfg, hc)
 	if err != nil {
@@ -215,6 +238,9 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 	r.mu.Unlock()
 	if err := m.Docker.ContainerStart(ctx, created.ID); err != nil {
 		return fmt.Errorf("start the container: %w", err)
+	}
+	if r.Offline {
+		m.findNetns(ctx, r) // netattempts.go
 	}
 	go m.watch(r)
 	go m.pumpLogs(r)

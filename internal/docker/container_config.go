@@ -42,6 +42,7 @@ type HostConfig struct {
 	Init           *bool             `json:",omitempty"` // run docker-init as PID 1 to forward signals and reap zombies
 	AutoRemove     bool              `json:",omitempty"` // remove the container when it exits
 	LogConfig      *LogConfig        `json:",omitempty"` // the container's log driver; nil: the engine's default
+	Sysctls        map[string]string `json:",omitempty"` // namespaced kernel parameters, e.g. "net.ipv6.conf.lo.disable_ipv6": "0"
 	Resources                        // limits, at the top level of HostConfig on the wire
 }
 
