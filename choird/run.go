@@ -93,6 +93,9 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	rpcServer.Observe = countRPC // metrics.go
 	// modelproxy.go: the agents' model calls, carried with the keys choird holds
 	rpcServer.Models = &modelProxy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "modelproxy")}
+	// tunnel.go: an offline agent's own connections, to its configured endpoints only
+	rpcServer.Tunnels = &tunnelPolicy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "tunnel")}
+	agentsMgr.NetworkAttempts = netAttemptsNotice(plane, agentsMgr, log) // tunnel.go
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
 	agentsMgr.Images = imageStore{st}
