@@ -67,6 +67,7 @@ func init() {
 		{name: "work", summary: "headless work items: add, list, show, split, cancel", subs: workCommands},
 		{name: "run", summary: "headless runs of work items and their receipts", subs: runCommands},
 		{name: "state", args: "[--agent A] [--json]", summary: "the AHDB state vector rebuilt from the runs' receipts", run: runState},
+		{name: "kb", summary: "the runs' knowledge base: search for pointers to cite", subs: kbCommands},
 		{name: "mcp", summary: "MCP servers: check a declaration, list an agent's", subs: mcpCommands},
 		{name: "workspace", summary: "workspaces, paths and lease holders", subs: workspaceCommands},
 		{name: "completion", summary: "print a shell completion script", subs: completionCommands},

@@ -56,7 +56,13 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 		},
 		Notify: func(agentID, text string) { runReport(agents, agentID, text, log) },
 	}
-	director.Changed = func(string, headless.Kind) { r.Kick() }
+	kick := director.Changed // the knowledge base's (kb.go), when it runs
+	director.Changed = func(id string, k headless.Kind) {
+		r.Kick()
+		if kick != nil {
+			kick(id, k)
+		}
+	}
 	schedules, err := sched.FromConfig(cfg())
 	if err != nil {
 		return nil, fmt.Errorf("headless schedules: %w", err)

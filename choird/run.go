@@ -88,6 +88,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	director := headless.New(st.Headless()) // headless runs: work items, runs, receipts (seed 002)
 	director.KnownAgent = func(id string) bool { _, ok := plane.Config().Config.Agents[id]; return ok }
 	plane.SetDirector(director)
+	_, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
+	defer stopKB()
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	rpcServer.Observe = countRPC // metrics.go

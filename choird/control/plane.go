@@ -41,6 +41,7 @@ type Plane struct {
 	sessionLog    SessionLog
 	running       Sessions
 	memory        Memory
+	kb            KnowledgeBase
 	usage         Usage // usage_api.go
 	gateways      func() []ctl.GatewayStatus
 	outbox        func(ctx context.Context, agentID string) []ctl.DMOutbox // chat_api.go

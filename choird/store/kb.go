@@ -132,23 +132,29 @@ func (s *Store) KBIndex(ctx context.Context, through int64, objs []KBObject) ([]
 			return nil, fmt.Errorf("index in the knowledge base: %w", err)
 		}
 	}
+	cols := make([][]string, 5)
+	ids := make([]int64, len(objs))
+	for i, o := range objs {
+		for j, v := range []string{o.Object, o.Agent, o.Run, o.Kind, o.Text} {
+			cols[j] = append(cols[j], v)
+		}
+		ids[i] = o.ReceiptID
+	}
 	var added []string
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
-		added = added[:0]
-		for _, o := range objs {
-			var obj string
-			err := tx.QueryRow(ctx, s.q(`INSERT INTO choir_control.kb_objects (object, agent_id, run_id, receipt_id, kind, text)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (object) DO NOTHING RETURNING object`),
-				o.Object, o.Agent, o.Run, o.ReceiptID, o.Kind, o.Text).Scan(&obj)
-			if errors.Is(err, pgx.ErrNoRows) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("object %s: %w", o.Object, err)
-			}
-			added = append(added, obj)
+		// One statement for the batch; the first row of an object repeated
+		// in it wins, as against one already stored.
+		rows, err := tx.Query(ctx, s.q(`INSERT INTO choir_control.kb_objects (object, agent_id, run_id, receipt_id, kind, text)
+			SELECT DISTINCT ON (o) o, a, r, i, k, t FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[])
+				WITH ORDINALITY AS x (o, a, r, i, k, t, n) ORDER BY o, n
+			ON CONFLICT (object) DO NOTHING RETURNING object`), cols[0], cols[1], cols[2], ids, cols[3], cols[4])
+		if err != nil {
+			return err
 		}
-		_, err := tx.Exec(ctx, s.q(`INSERT INTO choir_control.kb_cursor (name, receipt_id) VALUES ($1, $2)
+		if added, err = pgx.CollectRows(rows, pgx.RowTo[string]); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, s.q(`INSERT INTO choir_control.kb_cursor (name, receipt_id) VALUES ($1, $2)
 			ON CONFLICT (name) DO UPDATE SET receipt_id = greatest(choir_control.kb_cursor.receipt_id, EXCLUDED.receipt_id)`), kbCursorName, through)
 		return err
 	})
