@@ -4,6 +4,7 @@ package main
 // choirctl work list [--agent A] [--status S] [--json]
 // choirctl work show <id> [--json]
 // choirctl work split <id> --file F|- [--json]
+// choirctl work split <id> --request <run id>#<seq> [--json]
 // choirctl work cancel <id> [--json]
 //
 // The director's work queue (seed 002 §6): each work item is one objective
@@ -11,7 +12,9 @@ package main
 // must pass, a risk tier (a high one needs a human to approve its commit)
 // and the work items it depends on. An open item is ready when every
 // dependency is done; one too big for a run is split into children that
-// together carry every criterion and verifier of the parent.
+// together carry every criterion and verifier of the parent. A run that
+// asked to split a medium- or high-risk item waits for a human to accept
+// its proposal with --request.
 
 import (
 	"bytes"
@@ -32,7 +35,7 @@ var workCommands = []command{
 	{name: "add", args: "<agent> <description> --accept C [--verifier V] [--risk R] [--depends ID] [--json]", summary: "add a work item to an agent's queue", run: workAdd},
 	{name: "list", args: "[--agent A] [--status S] [--json]", summary: "work items, oldest first, with their status", run: workList},
 	{name: "show", args: "<id> [--json]", summary: "one work item with its children and runs", run: workShow},
-	{name: "split", args: "<id> --file F|- [--json]", summary: "split a work item into children that cover it", run: workSplit},
+	{name: "split", args: "<id> --file F|- | --request R [--json]", summary: "split a work item into children that cover it", run: workSplit},
 	{name: "cancel", args: "<id> [--json]", summary: "cancel a work item (and its queued run)", run: workCancel},
 }
 
@@ -167,48 +170,32 @@ func workShow(ctx context.Context, e *env, args []string) error {
 const maxSplitFile = 512 << 10
 
 func workSplit(ctx context.Context, e *env, args []string) error {
-	fs := newFlags(e, "work split", "work split <id> --file F|- [--json]\n\n"+
+	fs := newFlags(e, "work split", "work split <id> --file F|- [--json]\n"+
+		"work split <id> --request <run id>#<seq> [--json]\n\n"+
 		"The file (or - for standard input) is a JSON array of children:\n"+
 		"  [{\"description\": \"...\", \"acceptance\": [\"...\"], \"verifiers\": [\"...\"], \"risk\": \"low\", \"depends_on\": [\"w-...\"]}, ...]\n"+
 		"Together they must carry every acceptance criterion and verifier of the parent;\n"+
-		"each takes the parent's agent and dependencies.")
-	file := fs.String("file", "", "the children, a JSON array (- reads standard input); required")
+		"each takes the parent's agent and dependencies.\n"+
+		"--request accepts the children a run proposed (its SplitRequest receipt, as the DM named it).")
+	file := fs.String("file", "", "the children, a JSON array (- reads standard input)")
+	request := fs.String("request", "", "a run's SplitRequest receipt (<run id>#<seq>) whose children to accept")
 	asJSON := fs.Bool("json", false, "print the parent and its children as JSON")
 	id, err := oneArg(fs, args, "work item id")
 	if err != nil {
 		return err
 	}
-	if *file == "" {
-		return usagef("give the children with --file F (a JSON array; - reads standard input)")
-	}
-	var data []byte
-	if *file == "-" {
-		data, err = io.ReadAll(io.LimitReader(e.stdin, maxSplitFile+1))
-	} else {
-		var f *os.File
-		if f, err = os.Open(*file); err == nil {
-			data, err = io.ReadAll(io.LimitReader(f, maxSplitFile+1))
-			f.Close()
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("read the children: %w", err)
-	}
-	if len(data) > maxSplitFile {
-		return fmt.Errorf("%s: larger than %d bytes; split in fewer, shorter children", *file, maxSplitFile)
+	if (*file == "") == (*request == "") {
+		return usagef("give the children with --file F (a JSON array; - reads standard input), or a run's proposal with --request <run id>#<seq>")
 	}
 	var children []ctl.WorkItemSpec
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&children); err != nil {
-		return fmt.Errorf("%s: want a JSON array of children ({\"description\", \"acceptance\", ...}): %v", *file, err)
-	}
-	if dec.More() {
-		return fmt.Errorf("%s: data after the JSON array", *file)
+	if *file != "" {
+		if children, err = readChildren(e, *file); err != nil {
+			return err
+		}
 	}
 	c := e.client()
 	defer c.Close()
-	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "split", ID: id, Children: children})
+	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "split", ID: id, Children: children, Request: *request})
 	if err != nil {
 		return err
 	}
@@ -220,6 +207,37 @@ func workSplit(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "  %s  %s  %s\n", k.ID, k.Status, oneLine(k.Description, 60))
 	}
 	return nil
+}
+
+// readChildren reads work split's children file (- is standard input).
+func readChildren(e *env, file string) ([]ctl.WorkItemSpec, error) {
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.stdin, maxSplitFile+1))
+	} else {
+		var f *os.File
+		if f, err = os.Open(file); err == nil {
+			data, err = io.ReadAll(io.LimitReader(f, maxSplitFile+1))
+			f.Close()
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the children: %w", err)
+	}
+	if len(data) > maxSplitFile {
+		return nil, fmt.Errorf("%s: larger than %d bytes; split in fewer, shorter children", file, maxSplitFile)
+	}
+	var children []ctl.WorkItemSpec
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&children); err != nil {
+		return nil, fmt.Errorf("%s: want a JSON array of children ({\"description\", \"acceptance\", ...}): %v", file, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: data after the JSON array", file)
+	}
+	return children, nil
 }
 
 func workCancel(ctx context.Context, e *env, args []string) error {

@@ -80,20 +80,24 @@ func workItemOp(ctx context.Context, d *headless.Director, req ctl.WorkItemReque
 	}
 	only := func(op string, ok bool) error {
 		if !ok {
-			return ctl.Errorf(http.StatusBadRequest, "bad_request", "work_item op %s: give only the fields it takes (create: item; split: id, children; update: id, update; cancel: id)", op)
+			return ctl.Errorf(http.StatusBadRequest, "bad_request", "work_item op %s: give only the fields it takes (create: item; split: id, children or request; update: id, update; cancel: id)", op)
 		}
 		return nil
 	}
 	switch req.Op {
 	case "create", "":
-		if err := only("create", req.Item != nil && req.ID == "" && req.Children == nil && req.Update == nil); err != nil {
+		if err := only("create", req.Item != nil && req.ID == "" && req.Children == nil && req.Update == nil && req.Request == ""); err != nil {
 			return nil, err
 		}
 		it, err := d.AddWorkItem(ctx, spec(*req.Item))
 		return result{Item: it}, err
 	case "split":
-		if err := only("split", req.ID != "" && req.Item == nil && req.Update == nil); err != nil {
+		if err := only("split", req.ID != "" && req.Item == nil && req.Update == nil && (req.Children == nil || req.Request == "")); err != nil {
 			return nil, err
+		}
+		if req.Request != "" { // a human accepts a run's SPLIT_REQUEST (headless/split.go)
+			parent, kids, err := d.SplitByRequest(ctx, req.ID, req.Request)
+			return result{Item: parent, Children: kids}, err
 		}
 		children := make([]headless.NewWorkItem, len(req.Children))
 		for i, c := range req.Children {
@@ -102,7 +106,7 @@ func workItemOp(ctx context.Context, d *headless.Director, req ctl.WorkItemReque
 		parent, kids, err := d.SplitWorkItem(ctx, req.ID, children)
 		return result{Item: parent, Children: kids}, err
 	case "update":
-		if err := only("update", req.ID != "" && req.Update != nil && req.Item == nil && req.Children == nil); err != nil {
+		if err := only("update", req.ID != "" && req.Update != nil && req.Item == nil && req.Children == nil && req.Request == ""); err != nil {
 			return nil, err
 		}
 		u := req.Update
@@ -114,7 +118,7 @@ func workItemOp(ctx context.Context, d *headless.Director, req ctl.WorkItemReque
 		it, err := d.UpdateWorkItem(ctx, req.ID, up)
 		return result{Item: it}, err
 	case "cancel":
-		if err := only("cancel", req.ID != "" && req.Item == nil && req.Children == nil && req.Update == nil); err != nil {
+		if err := only("cancel", req.ID != "" && req.Item == nil && req.Children == nil && req.Update == nil && req.Request == ""); err != nil {
 			return nil, err
 		}
 		it, err := d.CancelWorkItem(ctx, req.ID)

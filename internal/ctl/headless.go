@@ -56,6 +56,9 @@ type WorkItemRequest struct {
 	Item     *WorkItemSpec   `json:"item,omitempty"`
 	Children []WorkItemSpec  `json:"children,omitempty"`
 	Update   *WorkItemChange `json:"update,omitempty"`
+	// Request (split only, instead of Children): a run's SplitRequest
+	// receipt, <run id>#<seq>, whose proposed children a human accepts.
+	Request string `json:"request,omitempty"`
 }
 
 // WorkItem is a work item as the director holds it; Status is open,
