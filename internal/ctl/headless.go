@@ -131,6 +131,7 @@ type CommitCheck struct {
 	Evidence   []string `json:"evidence,omitempty"`
 	Request    string   `json:"request,omitempty"`
 	Patch      string   `json:"patch,omitempty"`
+	Gates      []string `json:"gates,omitempty"` // the doc gates the patch passes (DOCTRINE, SPECS)
 }
 
 // RunDetail is one run with its receipt count and commit check.
