@@ -111,7 +111,8 @@ func (s runSessions) Perform(ctx context.Context, t runner.Task) (runner.Outcome
 	out, err := s.m.Perform(ctx, lifecycle.Performance{RunID: t.RunID, AgentID: t.AgentID, Worktree: t.Worktree, WorkspaceRO: t.WorkspaceRO,
 		Objective: t.Objective, Tools: t.Tools, Network: t.Network, Credentials: t.Credentials,
 		Tokens: t.Tokens, ToolCalls: t.ToolCalls, WallTime: t.WallTime})
-	return runner.Outcome{SessionID: out.SessionID, Answer: out.Answer, Status: out.Status, Reason: out.Reason, ErrorReply: out.ErrorReply}, err
+	return runner.Outcome{SessionID: out.SessionID, Answer: out.Answer, Status: out.Status, Reason: out.Reason, ErrorReply: out.ErrorReply,
+		NetworkAttempts: out.NetworkAttempts}, err
 }
 
 // runReport sends a run's report to the agent's DM.

@@ -59,6 +59,10 @@ type Outcome struct {
 	// ErrorReply: what the agent sent was its error (the model failed),
 	// not an answer.
 	ErrorReply bool
+	// NetworkAttempts: how many times something in the run's container
+	// (no network route) tried to reach the network directly, counted by
+	// the kernel (choird/lifecycle/netattempts.go).
+	NetworkAttempts int64
 }
 
 // Answered is the Outcome status of a session that replied.
@@ -166,6 +170,7 @@ type run struct {
 	wt      *worktree.Worktree
 	patch   worktree.Patch
 	answer  string
+	noRoute int64 // network attempts counted in its container (Outcome.NetworkAttempts)
 	// tiers are the repository's doc tiers as the worktree held them
 	// before the agent worked in it (headless.ReadDocTiers).
 	tiers    headless.DocTiers
@@ -322,6 +327,7 @@ func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
 	}
 	x.tiers, x.tiersErr = headless.ReadDocTiers(x.wt.Dir) // before the agent can change them
 	out, err := r.Sessions.Perform(ctx, t)
+	x.noRoute = out.NetworkAttempts
 	if ctx.Err() != nil {
 		return false, fmt.Errorf("run %s: interrupted while the agent worked: %w", x.ID, ctx.Err())
 	}
@@ -591,7 +597,11 @@ func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatu
 		if rs, err = r.Director.Receipts(ctx, x.ID, 0); err == nil {
 			cur := x.Run
 			cur.Status = status
-			history = append(history, recordOf(cur, rs))
+			rec := recordOf(cur, rs)
+			for i := int64(0); i < min(x.noRoute, maxNoRoute); i++ {
+				rec.NetworkAttempts = append(rec.NetworkAttempts, noRouteDest)
+			}
+			history = append(history, rec)
 		}
 	}
 	if err != nil {
@@ -737,3 +747,11 @@ func compact(hs ...string) []string {
 	}
 	return out
 }
+
+// noRouteDest is how a network attempt counted in a run's container
+// appears among the anomaly's destinations: the kernel counts attempts,
+// not where they went. At most maxNoRoute are listed.
+const (
+	noRouteDest = "no route (a connection or DNS lookup from the container, counted by the kernel)"
+	maxNoRoute  = 10000
+)
