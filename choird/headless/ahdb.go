@@ -398,6 +398,9 @@ func (p *projection) apply(rec Receipt) {
 			if s.Runs[rec.RunID].Ended() {
 				break
 			}
+			if n.Type == NoteRequestVerify && s.Runs[rec.RunID] == RunRunning {
+				s.Runs[rec.RunID] = RunVerifying // as AddNote moves it
+			}
 			s.Requests = append(s.Requests, Request{Ref: ref, Type: n.Type, Text: n.Text, Verifiers: n.Verifiers})
 		}
 		if n.Type != NoteObservation {

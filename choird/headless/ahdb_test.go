@@ -54,8 +54,8 @@ func TestProjectRebuildsTheStateVectorFromReceipts(t *testing.T) {
 	if len(st.Believe) != 1 || len(st.Hyperthesis) != 1 || len(st.Conjectures) != 1 || st.Conjectures[0].Scope != "parser package" {
 		t.Errorf("Believe/Hyperthesis/Conjectures = %+v / %+v / %+v", st.Believe, st.Hyperthesis, st.Conjectures)
 	}
-	if len(st.Requests) != 1 || st.Runs[r.ID] != RunRunning {
-		t.Errorf("Requests = %+v, run %s; want one open request of a running run", st.Requests, st.Runs[r.ID])
+	if cur, _ := d.Run(ctx, r.ID); len(st.Requests) != 1 || st.Runs[r.ID] != RunVerifying || cur.Status != st.Runs[r.ID] {
+		t.Errorf("Requests = %+v, run %s (the director's %s); want one open request of a verifying run", st.Requests, st.Runs[r.ID], cur.Status)
 	}
 
 	// The commit closes the requests and asserts the work item done (once
