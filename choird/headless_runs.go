@@ -28,7 +28,7 @@ import (
 // queued runs and the agents' schedules until stop is called (runs in
 // progress stop where they are; the next start settles them).
 func startHeadless(plane *control.Plane, st *store.Store, director *headless.Director, agents *lifecycle.Manager,
-	dc *docker.Client, home config.Home, instance string, log *slog.Logger) (stop func(), err error) {
+	dc *docker.Client, home config.Home, instance string, log *slog.Logger, evidence evidenceFunc) (stop func(), err error) {
 	wts, err := worktree.New(filepath.Join(home.Dir, "worktrees"))
 	if err != nil {
 		return nil, err
@@ -40,6 +40,7 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 	cfg := func() *config.Config { return plane.Config().Config }
 	r := &runner.Runner{
 		Director: director, Worktrees: wts, Objects: objs, Log: log,
+		Evidence: evidence, // kb.go: the knowledge base's pointers for the context pack
 		Verify:   &verify.Runner{Docker: dc, Objects: objs, Instance: instance, Limits: cfg().Container},
 		Sessions: runSessions{agents},
 		Agent:    func(ctx context.Context, id string) (runner.Agent, error) { return runAgent(ctx, cfg(), id) },

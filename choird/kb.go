@@ -47,3 +47,16 @@ func startKB(plane *control.Plane, st *store.Store, director *headless.Director,
 	log.Error("the knowledge base is not available", logs.KeyError, err.Error())
 	return nil, func() {}
 }
+
+// evidenceFunc is the runner's Evidence hook: pointers of the knowledge
+// base for a run's context pack.
+type evidenceFunc = func(ctx context.Context, agent, query string, limit int) ([]headless.Pointer, error)
+
+// kbEvidence is k's search for the context pack; nil (no evidence) when
+// choird runs without a knowledge base.
+func kbEvidence(k *kb.KB) evidenceFunc {
+	if k == nil {
+		return nil
+	}
+	return k.Evidence
+}

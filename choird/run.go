@@ -88,7 +88,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	director := headless.New(st.Headless()) // headless runs: work items, runs, receipts (seed 002)
 	director.KnownAgent = func(id string) bool { _, ok := plane.Config().Config.Agents[id]; return ok }
 	plane.SetDirector(director)
-	_, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
+	kbase, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
 	defer stopKB()
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
 		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
@@ -194,7 +194,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	go agentsMgr.AfterStart(monitorCtx)
 	sweepMemory(mem, plane)
 	// The director loop of headless runs (headless_runs.go).
-	stopHeadless, err := startHeadless(plane, st, director, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"))
+	stopHeadless, err := startHeadless(plane, st, director, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"), kbEvidence(kbase))
 	if err != nil {
 		log.Error("headless runs not started", logs.KeyError, err.Error())
 		stopHeadless = func() {}

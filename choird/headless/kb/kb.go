@@ -21,6 +21,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"choir/choird/headless"
 	"choir/choird/headless/objects"
@@ -305,9 +307,32 @@ func (k *KB) Search(ctx context.Context, q Query) (Found, error) {
 
 // Evidence is Search for the context pack: an agent's pointers for a
 // query (the runner's Evidence hook).
+//
+// A work item's text is long, and the text half of a search wants every
+// word of its query: here the words (at most 32 distinct ones of three
+// letters or more) are joined with "or", so an object that shares any of
+// them is found and ranked by how many (the vector half embeds those
+// words too).
 func (k *KB) Evidence(ctx context.Context, agent, query string, limit int) ([]headless.Pointer, error) {
-	f, err := k.Search(ctx, Query{Text: clip(query, store.MaxQueryBytes), Agent: agent, Limit: limit})
+	f, err := k.Search(ctx, Query{Text: orQuery(query), Agent: agent, Limit: limit})
 	return f.Pointers, err
+}
+
+// orQuery joins the distinct words of s with " or " for
+// websearch_to_tsquery.
+func orQuery(s string) string {
+	seen := map[string]bool{}
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if utf8.RuneCountInString(w) < 3 || seen[w] || w == "or" {
+			continue
+		}
+		seen[w] = true
+		if words = append(words, w); len(words) == 32 {
+			break
+		}
+	}
+	return clip(strings.Join(words, " or "), store.MaxQueryBytes)
 }
 
 // agentRE is what config.json allows as an agent id.

@@ -193,6 +193,22 @@ func TestIndexFollowsReceipts(t *testing.T) {
 		t.Fatalf("Search(kind attestation) = %+v; want the attestation", f.Pointers)
 	}
 
+	// The context pack's evidence: a work item's long text finds what
+	// shares any of its words, of its agent only.
+	ps, err := k.Evidence(ctx, "kb-1", "Make the loader faster.\nAcceptance: each file is read once; cold start under a second", 5)
+	if err != nil || len(ps) < 2 || len(ps) > 5 || ps[0].Kind == ps[1].Kind ||
+		!strings.Contains(ps[0].Snippet+ps[1].Snippet, "the loader reads every file twice") || !strings.Contains(ps[0].Snippet+ps[1].Snippet, "cold start") {
+		t.Fatalf("Evidence(kb-1) = %+v, %v; want up to 5 pointers, the claim and the conjecture about the loader first", ps, err)
+	}
+	for _, p := range ps {
+		if strings.Contains(p.Snippet, "kb-2") {
+			t.Errorf("Evidence(kb-1) has kb-2's %+v", p)
+		}
+	}
+	if got := orQuery("A loader, the LOADER; reads: or x1 ünïcode"); got != "loader or the or reads or ünïcode" {
+		t.Errorf("orQuery = %q", got)
+	}
+
 	// A note citing an indexed object passes the director's check; one
 	// citing an object never stored is refused with the citation named.
 	d.CheckCites = k.CheckCites
