@@ -2,6 +2,7 @@ package kb
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -97,6 +98,26 @@ func Items(rec headless.Receipt) []Item {
 			parts = append(parts, "signature: "+a.Signature)
 		}
 		return one(KindAttestation, KindAttestation+": "+strings.Join(parts, "; "), rec.Body)
+	case headless.KindNetRequest:
+		// A page choir.net.fetch brought in: by its URL and what came
+		// back, never its body (untrusted content of any size).
+		var n struct {
+			Method    string `json:"method"`
+			URL       string `json:"url"`
+			Allowed   bool   `json:"allowed"`
+			Status    int    `json:"status"`
+			Bytes     int64  `json:"bytes"`
+			Truncated bool   `json:"truncated"`
+			Source    string `json:"source"`
+		}
+		if json.Unmarshal(rec.Body, &n) != nil || !n.Allowed || !validHash(n.Source) || n.URL == "" {
+			return nil
+		}
+		t := fmt.Sprintf("%s: %s %s (status %d, %d bytes", KindSource, n.Method, oneLine(n.URL), n.Status, n.Bytes)
+		if n.Truncated {
+			t += ", truncated"
+		}
+		return []Item{{Object: n.Source, Kind: KindSource, Text: clip(t+")", MaxText)}}
 	case headless.KindPatchReceipt:
 		var p struct {
 			Hash   string   `json:"hash"`

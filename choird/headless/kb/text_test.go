@@ -47,6 +47,11 @@ func TestItemsText(t *testing.T) {
 		{"patch by summary and files", headless.Receipt{Kind: headless.KindPatchReceipt, Body: json.RawMessage(
 			`{"hash":"` + hash + `","files":["a.go","b.go"],"answer":"Fixed the race.\nIt was the cache.\n\nMore.\nAnd more."}`)},
 			KindPatch, "patch: summary: Fixed the race. It was the cache. More.; files: a.go, b.go"},
+		{"a fetched source by its URL, never its body", headless.Receipt{Kind: headless.KindNetRequest, Body: json.RawMessage(
+			`{"method":"GET","url":"https://example.org/a?b=1","allowed":true,"status":200,"bytes":5120,"source":"` + hash + `","policy":"p"}`)},
+			KindSource, "source: GET https://example.org/a?b=1 (status 200, 5120 bytes)"},
+		{"a denied fetch", headless.Receipt{Kind: headless.KindNetRequest, Body: json.RawMessage(
+			`{"method":"GET","url":"https://evil.example/","allowed":false,"reason":"not allowed","policy":"p"}`)}, "", ""},
 		{"patch with a bad hash", headless.Receipt{Kind: headless.KindPatchReceipt, Body: json.RawMessage(`{"hash":"../x","files":["a"]}`)}, "", ""},
 		{"note not JSON", headless.Receipt{Kind: headless.KindNote, Body: json.RawMessage(`[1]`)}, "", ""},
 		{"unknown note type", headless.Receipt{Kind: headless.KindNote, Body: json.RawMessage(`{"type":"ASSERT","text":"x"}`)}, "", ""},
@@ -67,9 +72,9 @@ func TestItemsText(t *testing.T) {
 			if len(items) != 1 || items[0].Kind != c.kind || items[0].Text != c.text {
 				t.Fatalf("Items = %+v; want one %s with text %q", items, c.kind, c.text)
 			}
-			if c.kind == KindPatch {
+			if c.kind == KindPatch || c.kind == KindSource {
 				if items[0].Object != hash || items[0].Body != nil {
-					t.Errorf("patch item = %+v; want the diff object, no body", items[0])
+					t.Errorf("%s item = %+v; want the object the receipt names, no body", c.kind, items[0])
 				}
 			} else if string(items[0].Body) != string(c.rec.Body) {
 				t.Errorf("item body = %s; want the receipt's body (stored and cited as an object)", items[0].Body)
