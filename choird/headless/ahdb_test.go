@@ -124,7 +124,9 @@ func TestAssertRule(t *testing.T) {
 		{"no citations", `[]`, true, ""},
 		{"a promoted observation", `["r-000000000001#1"]`, true, ""},
 		{"evidence: an earlier attestation", `["r-000000000001#3"]`, true, ""},
+		{"an object a receipt names", `["sha256:` + obj + `"]`, true, ""},
 		{"a missing receipt", `["r-000000000009#4"]`, false, "r-000000000009#4, which is no earlier receipt"},
+		{"an object nobody names", `["sha256:` + strings.Repeat("b", 64) + `"]`, false, "an object no earlier receipt names"},
 		{"a later receipt", `["r-000000000001#6"]`, false, "which is no earlier receipt"},
 		{"a note not promoted", `["r-000000000001#2"]`, false, "r-000000000001#2, a note that is not a promoted atom"},
 	} {
@@ -386,4 +388,112 @@ func BenchmarkProject10k(b *testing.B) {
 	for b.Loop() {
 		Project(rs)
 	}
+}
+
+// FuzzProjectRules feeds Project sequences of receipts built from the
+// fuzzer's bytes (kinds, note types, citations forward, backward and to
+// nowhere, supports, retractions) and checks the rules hold whatever
+// comes: the same receipts give the same state; every ASSERT cites only
+// receipts that exist before its promotion or objects they name; plan_next
+// names an untested conjecture of the vector; nothing panics.
+func FuzzProjectRules(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
+	f.Add([]byte{1, 0, 9, 1, 1, 9, 2, 2, 2, 8, 0, 3, 7, 7, 7, 7, 4, 1, 1})
+	f.Add([]byte("hypothesis citing the future"))
+	notes := []string{
+		`{"type":"OBSERVATION","text":"o"%s}`,
+		`{"type":"HYPOTHESIS","text":"h","test":"t","budget":{"tokens":1}%s}`,
+		`{"type":"CONJECTURE","claim":"c","test":"t","edge":"e","delta_o":"d","scope":"s"%s}`,
+		`{"type":"HYPERTHESIS","text":"x","bound":"b"%s}`,
+		`{"type":"DRIVE","text":"d","anti_drive":"a"%s}`,
+		`{"type":"BELIEVE","text":"b","trigger":"t","effect":"e"%s}`,
+		`{"type":"REQUEST_VERIFY","text":"r"%s}`,
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) > 600 {
+			return
+		}
+		var rs []Receipt
+		runs := []string{"r-000000000001", "r-000000000002"}
+		seq := map[string]int64{}
+		ref := func(b byte) string { // a receipt ref, maybe not (yet) there
+			return RefOf(runs[int(b)%2], int64(b)%24+1)
+		}
+		for i := 0; i+2 < len(data); i += 3 {
+			op, a, b := data[i], data[i+1], data[i+2]
+			run := runs[int(op>>7)]
+			seq[run]++
+			var kind Kind
+			var body string
+			switch op % 8 {
+			case 0, 1, 2, 3:
+				extra := ""
+				switch b % 4 {
+				case 1:
+					extra = fmt.Sprintf(`,"cites":["%s"]`, ref(a))
+				case 2:
+					extra = fmt.Sprintf(`,"retracts":"%s"`, ref(a))
+				case 3:
+					extra = fmt.Sprintf(`,"cites":["sha256:%064x"]`, a%3)
+				}
+				kind, body = KindNote, fmt.Sprintf(notes[int(a)%len(notes)], extra)
+			case 4, 5:
+				kind, body = KindVerifierResults, fmt.Sprintf(`{"verifier":"v","passed":%t,"supports":["%s","%s"]}`, b%3 != 0, ref(a), ref(b))
+			case 6:
+				kind, body = KindCommitReceipt, fmt.Sprintf(`{"commit":"c","work_item":"w","evidence":["%s"],"decision":"%s"}`, ref(a), ref(b))
+			default:
+				kind, body = []Kind{KindRunEnded, KindCommitDecision, "Bogus", KindPatchReceipt}[a%4], string(data[i:i+3])
+			}
+			var objs []string
+			if b%5 == 0 {
+				objs = []string{fmt.Sprintf("%064x", a%3)}
+			}
+			rs = append(rs, Receipt{RunID: run, Seq: seq[run], Kind: kind, Body: json.RawMessage(body), Objects: objs})
+		}
+		st := Project(rs)
+		a, _ := json.Marshal(st)
+		b, _ := json.Marshal(Project(rs))
+		if !bytes.Equal(a, b) {
+			t.Fatal("Project is not deterministic")
+		}
+		pos := map[string]int{}
+		objs := map[string]int{}
+		for i, r := range rs {
+			pos[r.Ref()] = i
+			for _, o := range r.Objects {
+				if _, ok := objs[o]; !ok {
+					objs[o] = i
+				}
+			}
+		}
+		for _, as := range st.Assert {
+			if len(as.Cites) == 0 {
+				t.Fatalf("ASSERT %+v cites nothing", as)
+			}
+			last := pos[as.Cites[len(as.Cites)-1]] // the attestation that promoted it
+			if rs[pos[as.Ref]].Kind == KindCommitReceipt {
+				last = pos[as.Ref] // a commit asserts itself
+			}
+			for _, c := range as.Cites {
+				if o, ok := strings.CutPrefix(c, "sha256:"); ok {
+					if i, ok := objs[o]; !ok || i >= last {
+						t.Fatalf("ASSERT %+v cites %s, no receipt before its promotion names it", as, c)
+					}
+					continue
+				}
+				if i, ok := pos[c]; !ok || i > last {
+					t.Fatalf("ASSERT %+v cites %s, not a receipt before its promotion", as, c)
+				}
+			}
+		}
+		if p := st.PlanNext; p != nil {
+			i := slices.IndexFunc(st.Conjectures, func(c Conjecture) bool { return c.Ref == p.Conjecture })
+			if i < 0 || st.Conjectures[i].Outcome != "" {
+				t.Fatalf("plan_next %+v names no untested conjecture of %+v", p, st.Conjectures)
+			}
+		}
+		if st.Receipts != len(rs) {
+			t.Fatalf("Receipts = %d; want %d", st.Receipts, len(rs))
+		}
+	})
 }
