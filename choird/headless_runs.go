@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"time"
 
 	"choir/agent/builtin"
 	"choir/choird/control"
@@ -20,7 +19,6 @@ import (
 	"choir/choird/store"
 	"choir/internal/config"
 	"choir/internal/docker"
-	"choir/internal/rpc"
 )
 
 // startHeadless starts the director loop of headless runs (issue 16):
@@ -41,7 +39,7 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 	r := &runner.Runner{
 		Director: director, Worktrees: wts, Objects: objs, Log: log,
 		Evidence: evidence, // kb.go: the knowledge base's pointers for the context pack
-		Verify:   &verify.Runner{Docker: dc, Objects: objs, Instance: instance, Limits: cfg().Container},
+		Verify:   hotVerifier{base: verify.Runner{Docker: dc, Objects: objs, Instance: instance}, limits: func() config.ContainerLimits { return cfg().Container }},
 		Sessions: runSessions{agents},
 		Agent:    func(ctx context.Context, id string) (runner.Agent, error) { return runAgent(ctx, cfg(), id) },
 		Moods:    func() (mood.Set, error) { return mood.Resolve(cfg().Headless) },
@@ -55,7 +53,7 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 			d, ok := defs[name]
 			return verify.Verifier{Name: name, Command: d.Command, Timeout: d.Timeout()}, ok
 		},
-		Notify: func(agentID, text string) { runReport(agents, agentID, text, log) },
+		Notify: func(agentID, text string) { notifyDM(plane, agents, agentID, text, false, "run report", log) },
 	}
 	kick := director.Changed // the knowledge base's (kb.go), when it runs
 	director.Changed = func(id string, k headless.Kind) {
@@ -88,7 +86,7 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 func runAgent(ctx context.Context, c *config.Config, id string) (runner.Agent, error) {
 	a, ok := c.Agents[id]
 	if !ok {
-		return runner.Agent{}, fmt.Errorf("agent %s is not in config.json", id)
+		return runner.Agent{}, fmt.Errorf("agent %s: %w", id, runner.ErrNoAgent)
 	}
 	ws, ok := c.Workspaces[a.Defaults.Workspace]
 	if !ok {
@@ -116,25 +114,16 @@ func (s runSessions) Perform(ctx context.Context, t runner.Task) (runner.Outcome
 		NetworkAttempts: out.NetworkAttempts}, err
 }
 
-// runReport sends a run's report to the agent's DM.
-func runReport(agents *lifecycle.Manager, agentID, text string, log *slog.Logger) {
-	if agents.Outbox == nil {
-		return
-	}
-	dm := ""
-	if st, err := agents.Status(agentID); err == nil && st.Bindings != nil {
-		dm = st.Bindings.DM
-	}
-	if dm == "" {
-		l, _ := agents.Config()
-		dm = l.Config.Agents[agentID].Defaults.DM
-	}
-	if dm == "" {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := agents.Outbox.Deliver(ctx, agentID, dm, rpc.DMSend{Kind: rpc.DMNotice, Text: text}); err != nil {
-		log.Warn("run report not delivered", "agent_id", agentID, "dm", dm, "error", err.Error())
-	}
+// hotVerifier runs each verifier with the container limits of the running
+// config at that moment (config.json's container, applied by choirctl
+// config apply), not those choird started with.
+type hotVerifier struct {
+	base   verify.Runner
+	limits func() config.ContainerLimits
+}
+
+func (v hotVerifier) Run(ctx context.Context, req verify.Request) (verify.Result, error) {
+	r := v.base
+	r.Limits = v.limits()
+	return r.Run(ctx, req)
 }

@@ -41,37 +41,9 @@ func newLedger(plane *control.Plane, st *store.Store, agents *lifecycle.Manager,
 	return l
 }
 
-// spendNotice tells the agent's bound DM and every admin DM.
+// spendNotice tells the agent's DM and every admin DM.
 func spendNotice(plane *control.Plane, agents *lifecycle.Manager, agentID, text string, log *slog.Logger) {
-	if agents.Outbox == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	sent := map[string]bool{}
-	send := func(id, dm string) {
-		if dm == "" || sent[dm] {
-			return
-		}
-		sent[dm] = true
-		if err := agents.Outbox.Deliver(ctx, id, dm, rpc.DMSend{Kind: rpc.DMNotice, Text: text}); err != nil {
-			log.Warn("spend notice not delivered", "dm", dm, "error", err.Error())
-		}
-	}
-	if st, err := agents.Status(agentID); err == nil && st.Bindings != nil {
-		send(agentID, st.Bindings.DM)
-	}
-	c := plane.Config().Config
-	for _, name := range config.SortedNames(c.DMs) {
-		if !c.DMs[name].Admin {
-			continue
-		}
-		id := agentID
-		if bound, ok := agents.AgentForDM(name); ok {
-			id = bound
-		}
-		send(id, name)
-	}
+	notifyDM(plane, agents, agentID, text, true, "spend notice", log)
 }
 
 func (p *spendPlane) HandleSpend(ctx context.Context, req rpc.SpendReq) (rpc.SpendResp, error) {

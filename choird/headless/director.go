@@ -496,6 +496,18 @@ func (d *Director) Runs(ctx context.Context, agent, workItem string) ([]Run, err
 	return runs, err
 }
 
+// RunsIn lists the runs in one of statuses, oldest first.
+func (d *Director) RunsIn(ctx context.Context, statuses ...RunStatus) ([]Run, error) {
+	if len(statuses) == 0 {
+		return []Run{}, nil
+	}
+	runs, err := d.store.RunsIn(ctx, statuses...)
+	if runs == nil {
+		runs = []Run{}
+	}
+	return runs, err
+}
+
 // Receipts lists a run's receipts after seq.
 func (d *Director) Receipts(ctx context.Context, runID string, after int64) ([]Receipt, error) {
 	if _, err := d.Run(ctx, runID); err != nil {

@@ -146,6 +146,18 @@ func (m *MemStore) Runs(ctx context.Context, agent, workItem string) ([]Run, err
 	return out, nil
 }
 
+func (m *MemStore) RunsIn(ctx context.Context, statuses ...RunStatus) ([]Run, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := []Run{}
+	for _, r := range m.runs {
+		if slices.Contains(statuses, r.Status) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 func (m *MemStore) Append(ctx context.Context, a Append) (Receipt, bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

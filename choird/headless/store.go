@@ -31,6 +31,9 @@ type Store interface {
 	// Runs lists runs, newest first, of one agent and/or one work item
 	// ("" for any).
 	Runs(ctx context.Context, agent, workItem string) ([]Run, error)
+	// RunsIn lists the runs whose status is one of statuses, oldest
+	// first (the director loop's queue and the runs left live).
+	RunsIn(ctx context.Context, statuses ...RunStatus) ([]Run, error)
 
 	// Append adds a receipt to a run with the next seq, as described by
 	// Append, in one transaction.

@@ -69,7 +69,7 @@ var rules = map[string]rule{
 	"session_summary_timeout_ms":   {class: ctl.ClassHot},
 	"compaction_threshold_percent": {class: ctl.ClassNextStart, why: nextStart},
 	"budgets":                      {class: ctl.ClassNextStart, why: nextStart},
-	"container":                    {class: ctl.ClassNextStart, why: nextStart},
+	"container":                    {class: ctl.ClassNextStart, why: "takes effect when an agent, a headless run or a verifier next starts"},
 	"snapshot_every_revs":          {class: ctl.ClassHot},
 	"snapshot_interval_ms":         {class: ctl.ClassHot},
 	"loop_breaker":                 {class: ctl.ClassHot},

@@ -39,6 +39,10 @@ func ConfigChanges(running, staged *config.Config, holders []Holder) []ctl.Confi
 		}
 		for _, name := range unionKeys(sa, sb) {
 			if !sameJSON(sa[name], sb[name]) {
+				if cs, ok := headlessChanges(key, name, sa[name], sb[name], holders); ok { // headless.go
+					out = append(out, cs...)
+					continue
+				}
 				if c, ok := agentSpendOnly(key, name, sa[name], sb[name]); ok { // spend.go
 					out = append(out, c)
 					continue

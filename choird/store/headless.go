@@ -164,6 +164,19 @@ func (h Headless) Runs(ctx context.Context, agent, workItem string) ([]headless.
 	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (headless.Run, error) { return scanRun(r) })
 }
 
+func (h Headless) RunsIn(ctx context.Context, statuses ...headless.RunStatus) ([]headless.Run, error) {
+	list := make([]string, len(statuses))
+	for i, st := range statuses {
+		list[i] = string(st)
+	}
+	rows, err := h.s.pool.Query(ctx, h.s.q(`SELECT `+runColumns+` FROM choir_control.runs
+		WHERE status = ANY($1::text[]) ORDER BY created_at, id`), list)
+	if err != nil {
+		return nil, fmt.Errorf("list runs by status: %w", err)
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (headless.Run, error) { return scanRun(r) })
+}
+
 const receiptColumns = `seq, run_id, kind, body, objects, at`
 
 func scanReceipt(row pgx.Row) (headless.Receipt, error) {

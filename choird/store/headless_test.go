@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -250,5 +251,58 @@ func TestHeadlessConcurrentResendsAppendOnce(t *testing.T) {
 	}
 	if rs, _ := d1.Receipts(ctx, r.ID, 0); len(rs) != 2 {
 		t.Errorf("receipts = %d; want 2 (the start and one note)", len(rs))
+	}
+}
+
+// RunsIn lists the runs in the given statuses, oldest first, on Postgres
+// as in memory (the director loop's queue).
+func TestHeadlessRunsIn(t *testing.T) {
+	s := newStore(t, Config{}, "alpha")
+	ctx := ctxT(t)
+	for name, st := range map[string]headless.Store{"postgres": s.Headless(), "memory": headless.NewMemStore()} {
+		d := headless.New(st)
+		var ids []string
+		for i := range 3 {
+			it, err := d.AddWorkItem(ctx, headless.NewWorkItem{Agent: "alpha", Description: name + " item", Acceptance: []string{"a"}})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			r, err := d.StartRun(ctx, headless.NewRun{WorkItem: it.ID, Trigger: "manual"})
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			ids = append(ids, r.ID)
+			if i == 1 {
+				if _, _, err := d.MarkRunning(ctx, r.ID, hlBase, "/tmp/wt", "start"); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+			}
+		}
+		list := func(statuses ...headless.RunStatus) []string {
+			t.Helper()
+			runs, err := d.RunsIn(ctx, statuses...)
+			if err != nil {
+				t.Fatalf("%s: RunsIn(%v) = %v", name, statuses, err)
+			}
+			out := []string{}
+			for _, r := range runs {
+				if slices.Contains(ids, r.ID) {
+					out = append(out, r.ID)
+				}
+			}
+			return out
+		}
+		if got, want := list(headless.RunQueued), []string{ids[0], ids[2]}; !slices.Equal(got, want) {
+			t.Errorf("%s: RunsIn(queued) = %v; want %v, oldest first", name, got, want)
+		}
+		if got, want := list(headless.RunRunning, headless.RunQueued), ids; !slices.Equal(got, want) {
+			t.Errorf("%s: RunsIn(running, queued) = %v; want %v", name, got, want)
+		}
+		if got := list(headless.RunCommitted); len(got) != 0 {
+			t.Errorf("%s: RunsIn(committed) = %v; want none", name, got)
+		}
+		if got := list(); len(got) != 0 {
+			t.Errorf("%s: RunsIn() = %v; want none", name, got)
+		}
 	}
 }

@@ -248,6 +248,8 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.runs (
 );
 CREATE UNIQUE INDEX IF NOT EXISTS runs_one_active ON {{.Control}}.runs (work_item) WHERE ended_at IS NULL;
 CREATE INDEX IF NOT EXISTS runs_by_agent ON {{.Control}}.runs (agent_id, created_at DESC);
+-- the director loop's queue (RunsIn): the runs in a status, oldest first
+CREATE INDEX IF NOT EXISTS runs_by_status ON {{.Control}}.runs (status, created_at, id);
 
 -- run_receipts: each run's append-only log, seq from 1 without gaps; id
 -- is the order of appends across runs (the AHDB projection reads in it).

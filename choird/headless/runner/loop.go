@@ -118,12 +118,12 @@ func (r *Runner) kicked() <-chan struct{} { return r.kickc() }
 // waited for one (choirctl run approve|reject): an approval is committed,
 // a rejection ends the run.
 func (r *Runner) settleDecided(ctx context.Context, wg *sync.WaitGroup) {
-	runs, err := r.Director.Runs(ctx, "", "")
+	runs, err := r.Director.RunsIn(ctx, headless.RunAwaitingApproval, headless.RunRunning)
 	if err != nil {
 		return
 	}
 	for _, hr := range runs {
-		if (hr.Status != headless.RunAwaitingApproval && hr.Status != headless.RunRunning) || r.Active(hr.ID) {
+		if r.Active(hr.ID) {
 			continue
 		}
 		rs, err := r.Director.Receipts(ctx, hr.ID, 0)
@@ -142,15 +142,13 @@ func (r *Runner) settleDecided(ctx context.Context, wg *sync.WaitGroup) {
 
 // queued lists the queued runs, oldest first.
 func (r *Runner) queued(ctx context.Context) ([]string, error) {
-	runs, err := r.Director.Runs(ctx, "", "") // newest first
+	runs, err := r.Director.RunsIn(ctx, headless.RunQueued)
 	if err != nil {
 		return nil, err
 	}
-	var ids []string
-	for _, hr := range slices.Backward(runs) {
-		if hr.Status == headless.RunQueued {
-			ids = append(ids, hr.ID)
-		}
+	ids := make([]string, 0, len(runs))
+	for _, hr := range runs {
+		ids = append(ids, hr.ID)
 	}
 	return ids, nil
 }
@@ -242,7 +240,7 @@ func (r *Runner) reportTo(ctx context.Context, s *sched.Scheduler, runID string)
 	sig := ""
 	if failed {
 		if rs, err := r.Director.Receipts(ctx, runID, 0); err == nil {
-			sig = recordOf(hr, rs).Failure
+			sig = recordOf(hr, nil, rs).Failure
 		}
 	}
 	if scheduled {

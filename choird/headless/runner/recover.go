@@ -29,14 +29,14 @@ import (
 // ended (worktree.Sweep). It returns the first error that kept it from
 // recording a run's state; the other runs are still settled.
 func (r *Runner) Recover(ctx context.Context) error {
-	runs, err := r.Director.Runs(ctx, "", "")
+	runs, err := r.Director.RunsIn(ctx, headless.RunRunning, headless.RunVerifying, headless.RunAwaitingApproval)
 	if err != nil {
 		return fmt.Errorf("recover headless runs: %w", err)
 	}
 	var first error
 	repos := map[string]bool{}
 	for _, hr := range runs {
-		if hr.Status.Ended() || hr.Status == headless.RunQueued || r.Active(hr.ID) {
+		if r.Active(hr.ID) {
 			continue
 		}
 		if err := r.resume(ctx, hr.ID, repos); err != nil {
@@ -48,16 +48,19 @@ func (r *Runner) Recover(ctx context.Context) error {
 	for repo := range repos {
 		list = append(list, repo)
 	}
-	live := func(id string) bool {
-		for _, hr := range runs {
-			if hr.ID == id {
-				cur, err := r.Director.Run(ctx, id)
-				return err != nil || !cur.Status.Ended()
-			}
-		}
-		return false
-	}
 	if len(list) > 0 {
+		// The runs still live after the settling above, in one query: a
+		// worktree of any other run goes.
+		still, err := r.Director.RunsIn(ctx, headless.RunQueued, headless.RunRunning, headless.RunVerifying, headless.RunAwaitingApproval)
+		if err != nil {
+			r.log().Warn("run worktrees not swept", "error", err)
+			return cmpErr(first, fmt.Errorf("recover headless runs: %w", err))
+		}
+		keep := make(map[string]bool, len(still))
+		for _, hr := range still {
+			keep[hr.ID] = true
+		}
+		live := func(id string) bool { return keep[id] || r.Active(id) }
 		if rep, err := r.Worktrees.Sweep(ctx, list, live); err != nil {
 			r.log().Warn("run worktrees not swept", "error", err)
 		} else if len(rep.Removed) > 0 || len(rep.Kept) > 0 {
@@ -81,7 +84,8 @@ func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool
 	}
 	defer r.release(runID)
 	x, err := r.load(ctx, runID)
-	if err != nil {
+	gone := errors.Is(err, ErrNoAgent) && x != nil
+	if err != nil && !gone {
 		return err
 	}
 	rs, err := r.Director.Receipts(ctx, runID, 0)
@@ -89,6 +93,15 @@ func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool
 		return err
 	}
 	fp, patch, answer := where(rs)
+	if gone {
+		// Its agent was removed from the config while the run was live:
+		// it can neither go on nor be retried.
+		if fp != nil {
+			repos[fp.Repo] = true
+			x.wt = r.reopen(ctx, x, fp.Repo, fp.Target, fp.Base)
+		}
+		return r.fail(ctx, x, headless.RunDiscarded, "its agent was removed from config.json; nothing was committed")
+	}
 	r.log().Info("resuming a headless run left by a restart", "run", runID, "status", x.Status, "patch", short(patch))
 	if fp == nil {
 		// Started but not yet given to the agent: nothing to keep.

@@ -128,6 +128,10 @@ type Runner struct {
 // ErrBusy is returned by Perform for a run another call is performing.
 var ErrBusy = errors.New("the run is being performed already")
 
+// ErrNoAgent is what Runner.Agent returns (wrapped) for an agent the
+// running config no longer has: its runs are discarded, not retried.
+var ErrNoAgent = errors.New("the agent is not in config.json")
+
 func (r *Runner) log() *slog.Logger {
 	if r.Log == nil {
 		return slog.New(slog.DiscardHandler)
@@ -187,6 +191,9 @@ func (r *Runner) Perform(ctx context.Context, runID string) error {
 	}
 	defer r.release(runID)
 	x, err := r.load(ctx, runID)
+	if errors.Is(err, ErrNoAgent) && x != nil && x.Status == headless.RunQueued {
+		return r.fail(ctx, x, headless.RunDiscarded, "its agent was removed from config.json ("+err.Error()+"); nothing was started")
+	}
 	if err != nil {
 		return err
 	}
@@ -202,7 +209,9 @@ func (r *Runner) Perform(ctx context.Context, runID string) error {
 	return r.verifyAndCommit(ctx, x)
 }
 
-// load reads a run with its work item, mood profile and agent.
+// load reads a run with its work item, mood profile and agent. For an
+// agent no longer in the config (ErrNoAgent) it returns the run without
+// its agent too, so the caller can end it.
 func (r *Runner) load(ctx context.Context, runID string) (*run, error) {
 	hr, err := r.Director.Run(ctx, runID)
 	if err != nil {
@@ -222,7 +231,11 @@ func (r *Runner) load(ctx context.Context, runID string) (*run, error) {
 	}
 	x.profile = p
 	if x.agent, err = r.Agent(ctx, hr.Agent); err != nil {
-		return nil, fmt.Errorf("run %s: agent %s: %w", runID, hr.Agent, err)
+		err = fmt.Errorf("run %s: agent %s: %w", runID, hr.Agent, err)
+		if errors.Is(err, ErrNoAgent) {
+			return x, err
+		}
+		return nil, err
 	}
 	return x, nil
 }
@@ -233,15 +246,15 @@ func (r *Runner) load(ctx context.Context, runID string) (*run, error) {
 // left no worktree or branch behind; a crash in between leaves a run
 // without its worktree, which Recover discards.
 func (r *Runner) fail(ctx context.Context, x *run, status headless.RunStatus, reason string) error {
-	r.beforeEnd(ctx, x, status)
+	anomalies := r.beforeEnd(ctx, x, status, reason)
 	r.discard(ctx, x)
 	rec, _, err := r.Director.EndRun(ctx, x.ID, status, clip(reason, headless.MaxReason), "end")
 	if err != nil {
 		return fmt.Errorf("end run %s (%s): %w", x.ID, reason, err)
 	}
 	r.log().Info("run ended", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem, "status", status, "reason", reason)
-	r.report(x, fmt.Sprintf("Run %s of %s %s: %s. Nothing was committed. Receipts: %s (choirctl run receipts %s).",
-		x.ID, x.WorkItem, status, reason, rec.Ref(), x.ID))
+	r.report(x, fmt.Sprintf("Run %s of %s %s: %s. Nothing was committed.%s Receipts: %s (choirctl run receipts %s).",
+		x.ID, x.WorkItem, status, reason, anomalies, rec.Ref(), x.ID))
 	return nil
 }
 
@@ -560,15 +573,15 @@ func (r *Runner) carryOut(ctx context.Context, x *run, decision headless.Receipt
 		}
 		return r.fail(ctx, x, headless.RunFailed, "the commit failed: "+err.Error())
 	}
-	r.beforeEnd(ctx, x, headless.RunCommitted)
+	anomalies := r.beforeEnd(ctx, x, headless.RunCommitted, "")
 	rec, _, err := r.Director.RecordCommit(ctx, x.ID, res.Commit, "commit")
 	if err != nil {
 		return fmt.Errorf("run %s: record commit %s: %w", x.ID, res.Commit, err)
 	}
 	r.discard(ctx, x)
 	r.log().Info("run committed", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem, "commit", res.Commit, "target", res.Target, "resumed", res.Resumed)
-	r.report(x, fmt.Sprintf("Run %s of %s committed %s to %s: %s. Receipts: %s#1-%d (choirctl run receipts %s).",
-		x.ID, x.WorkItem, short(res.Commit), res.Target, clip(x.item.Description, 120), x.ID, rec.Seq, x.ID))
+	r.report(x, fmt.Sprintf("Run %s of %s committed %s to %s: %s.%s Receipts: %s#1-%d (choirctl run receipts %s).",
+		x.ID, x.WorkItem, short(res.Commit), res.Target, clip(x.item.Description, 120), anomalies, x.ID, rec.Seq, x.ID))
 	return nil
 }
 
@@ -585,19 +598,21 @@ func commitMessage(x *run) string {
 	return b.String()
 }
 
-// beforeEnd feeds the run, about to end as status, with the work item's
+// beforeEnd feeds the run, about to end as status for reason, with the work item's
 // ended runs to the anomaly detectors and the mood guards, recording what
 // they find on the run (Anomaly, MoodTransition) before its last receipt:
-// the work item's next run starts in the mood they chose.
-func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatus) {
+// the work item's next run starts in the mood they chose. It returns the
+// anomalies as a sentence for the run's report ("" when none).
+func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatus, reason string) (told string) {
 	committed := status == headless.RunCommitted
-	history, err := r.history(ctx, x.WorkItem)
+	history, prior, err := r.history(ctx, x.WorkItem, x.ID)
 	if err == nil {
 		var rs []headless.Receipt
 		if rs, err = r.Director.Receipts(ctx, x.ID, 0); err == nil {
 			cur := x.Run
 			cur.Status = status
-			rec := recordOf(cur, rs)
+			rec := recordOf(cur, prior, rs)
+			rec.Exhausted = exhausted(reason) // its RunEnded comes after
 			for i := int64(0); i < min(x.noRoute, maxNoRoute); i++ {
 				rec.NetworkAttempts = append(rec.NetworkAttempts, noRouteDest)
 			}
@@ -606,53 +621,63 @@ func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatu
 	}
 	if err != nil {
 		r.log().Warn("run history not read", "run", x.ID, "error", err)
-		return
+		return ""
 	}
 	anomalies := mood.Detect(history, r.Thresholds)
+	var details []string
 	for _, a := range anomalies {
 		r.log().Warn("headless anomaly", "run", x.ID, "agent_id", x.Agent, "kind", a.Kind, "detail", a.Detail)
 		if err := r.record(ctx, x, headless.KindAnomaly, a, nil, "anomaly:"+string(a.Kind)); err != nil {
 			r.log().Warn("anomaly not recorded", "run", x.ID, "error", err)
 		}
-		r.report(x, fmt.Sprintf("Anomaly in run %s of %s: %s.", x.ID, x.WorkItem, a.Detail))
+		details = append(details, a.Detail)
+	}
+	if len(details) > 0 {
+		told = " Anomaly: " + strings.Join(details, "; ") + "."
 	}
 	f := mood.Facts{Current: x.profile.Mood, Anomalies: anomalies, Risk: string(x.item.Risk), Passed: committed && len(anomalies) == 0}
 	r.guardFacts(ctx, x, &f, history) // guards.go: hyperthesis magnitude, privilege proximity
 	t, ok := mood.Decide(f, r.Thresholds)
 	if !ok {
-		return
+		return told
 	}
 	if err := r.record(ctx, x, headless.KindMoodTransition, t, nil, "mood"); err != nil {
 		r.log().Warn("mood transition not recorded", "run", x.ID, "error", err)
-		return
+		return told
 	}
 	r.log().Info("mood transition", "run", x.ID, "work_item", x.WorkItem, "from", t.From, "to", t.To, "guard", t.Guard)
+	return told + fmt.Sprintf(" Its next run will be %s (%s).", t.To, t.Guard)
 }
 
 // history is the ended runs of a work item as the detectors see them,
-// oldest first.
-func (r *Runner) history(ctx context.Context, workItem string) ([]mood.RunRecord, error) {
+// oldest first (but the run except), with their receipts in order.
+func (r *Runner) history(ctx context.Context, workItem, except string) ([]mood.RunRecord, []headless.Receipt, error) {
 	runs, err := r.Director.Runs(ctx, "", workItem)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	slices.Reverse(runs) // oldest first
+	slices.Reverse(runs) // oldest first; a work item's runs never overlap
 	var out []mood.RunRecord
+	var prior []headless.Receipt
 	for _, hr := range runs {
-		if !hr.Status.Ended() {
+		if !hr.Status.Ended() || hr.ID == except {
 			continue
 		}
 		rs, err := r.Director.Receipts(ctx, hr.ID, 0)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		out = append(out, recordOf(hr, rs))
+		out = append(out, recordOf(hr, prior, rs))
+		prior = append(prior, rs...)
 	}
-	return out, nil
+	return out, prior, nil
 }
 
-// recordOf is what the detectors need of one ended run, from its receipts.
-func recordOf(hr headless.Run, rs []headless.Receipt) mood.RunRecord {
+// recordOf is what the detectors need of one ended run, from its
+// receipts and those of the work item's runs before it (prior): the
+// state before is the AHDB projection of prior, the state after that of
+// prior and the run's own.
+func recordOf(hr headless.Run, prior, rs []headless.Receipt) mood.RunRecord {
 	rec := mood.RunRecord{ID: hr.ID, Mood: mood.Mood(hr.Mood), Committed: hr.Status == headless.RunCommitted}
 	var fails []string
 	for _, x := range rs {
@@ -669,8 +694,8 @@ func recordOf(hr headless.Run, rs []headless.Receipt) mood.RunRecord {
 			}
 		case headless.KindRunEnded:
 			var b headless.RunEndedBody
-			if json.Unmarshal(x.Body, &b) == nil && strings.Contains(b.Reason, "(budget") {
-				rec.Exhausted = "budget"
+			if json.Unmarshal(x.Body, &b) == nil {
+				rec.Exhausted = exhausted(b.Reason)
 			}
 		}
 	}
@@ -681,14 +706,30 @@ func recordOf(hr headless.Run, rs []headless.Receipt) mood.RunRecord {
 			rec.Failure = fails[0]
 		}
 	}
-	before := headless.Project(nil)
-	after := headless.Project(rs)
+	before := headless.Project(prior)
+	after := headless.Project(append(slices.Clip(prior), rs...))
 	rec.StateBefore, rec.StateAfter = stateHash(before), stateHash(after)
 	return rec
 }
 
+// exhausted names the budget a run used up, from the reason it ended
+// with ("the agent did not finish (budget: ...)" or "(timeout ...)"),
+// "" when none.
+func exhausted(reason string) string {
+	switch {
+	case strings.Contains(reason, "did not finish (budget"):
+		return "budget"
+	case strings.Contains(reason, "did not finish (timeout"):
+		return "wall_time"
+	}
+	return ""
+}
+
+// stateHash identifies what a state vector knows: its entries, not the
+// bookkeeping every run changes (the runs' statuses, delta counts,
+// receipt count, open requests, skipped receipts).
 func stateHash(s headless.State) string {
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal([]any{s.Assert, s.Hypothesize, s.Drive, s.Believe, s.Hyperthesis, s.Conjectures, s.Refuted, s.Retracted})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:8])
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -608,5 +609,92 @@ func TestLoopPerformsQueuedRuns(t *testing.T) {
 	<-done
 	if got := e.status(t, r); got != headless.RunCommitted {
 		t.Fatalf("run queued while the loop waited is %s; want committed", got)
+	}
+}
+
+// A queued run of an agent removed from config.json is discarded, with a
+// RunEnded receipt saying why, and not tried again at every pass.
+func TestQueuedRunOfARemovedAgentIsDiscarded(t *testing.T) {
+	e := newEnv(t)
+	it := e.workItem(t, headless.RiskLow)
+	r := e.queue(t, it.ID)
+	var mu sync.Mutex
+	asked := 0
+	e.runner.Agent = func(context.Context, string) (Agent, error) {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return Agent{}, fmt.Errorf("agent a1: %w", ErrNoAgent)
+	}
+	e.loopUntil(t, r, headless.RunDiscarded)
+	rs, err := e.dir.Receipts(context.Background(), r, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := rs[len(rs)-1]
+	if last.Kind != headless.KindRunEnded || !strings.Contains(string(last.Body), "removed from config.json") {
+		t.Errorf("last receipt of the removed agent's run = %s %s; want RunEnded saying the agent was removed", last.Kind, last.Body)
+	}
+	if got, err := e.dir.WorkItem(context.Background(), it.ID); err != nil || got.Status == headless.WorkRunning {
+		t.Errorf("work item after the discarded run = %s, %v; want it open again", got.Status, err)
+	}
+	// A second loop finds nothing queued: the run is not retried.
+	before := asked
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { e.runner.Loop(ctx, 2, nil); close(done) }()
+	e.runner.Kick()
+	cancel()
+	<-done
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != before {
+		t.Errorf("the agent was looked up %d more times after its run was discarded; want none", asked-before)
+	}
+}
+
+// Runs that change nothing (no patch, no note: the state vector before
+// and after them is the same) are the no_state_change anomaly after
+// three in a row; a run that used up its budget without progress is the
+// budget anomaly at once.
+func TestRunsWithoutProgressAreAnomalies(t *testing.T) {
+	e := newEnv(t, "41\n", "41\n", "41\n")
+	ctx := context.Background()
+	it := e.workItem(t, headless.RiskLow)
+	var last string
+	for i := range 3 {
+		last = e.queue(t, it.ID)
+		if err := e.runner.Perform(ctx, last); err != nil {
+			t.Fatal(err)
+		}
+		if k := strings.Join(e.kinds(t, last), " "); (i < 2) == strings.Contains(k, "Anomaly") {
+			t.Fatalf("receipts of run %d without progress = %s; want an Anomaly at the third only", i+1, k)
+		}
+	}
+	rs, _ := e.dir.Receipts(ctx, last, 0)
+	found := false
+	for _, rec := range rs {
+		found = found || rec.Kind == headless.KindAnomaly && strings.Contains(string(rec.Body), string(mood.NoStateChange))
+	}
+	if !found {
+		t.Errorf("third run without progress: receipts %v; want a %s anomaly", e.kinds(t, last), mood.NoStateChange)
+	}
+
+	e.agent.status = "budget"
+	it2 := e.workItem(t, headless.RiskLow)
+	r := e.queue(t, it2.ID)
+	if err := e.runner.Perform(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	rs, _ = e.dir.Receipts(ctx, r, 0)
+	found = false
+	for _, rec := range rs {
+		found = found || rec.Kind == headless.KindAnomaly && strings.Contains(string(rec.Body), string(mood.BudgetExhausted))
+	}
+	if !found {
+		t.Errorf("a run that spent its budget without progress: receipts %v; want a %s anomaly", e.kinds(t, r), mood.BudgetExhausted)
+	}
+	if n := e.notices(); !strings.Contains(n[len(n)-1], "Run "+r) || !strings.Contains(n[len(n)-1], "Anomaly: used up its") {
+		t.Errorf("DM notices = %q; want the run's report to tell the anomaly", n)
 	}
 }
