@@ -85,6 +85,7 @@ func (d *Doctor) checks() (before, after []Check) {
 		{"logs", d.checkLogs},
 		{"metrics", d.checkMetrics},
 		{"spend", d.checkSpend},
+		{"network", d.checkNetwork},
 		{"clock", d.checkClock},
 	}
 	return before, after
