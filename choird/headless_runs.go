@@ -54,6 +54,9 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 			return verify.Verifier{Name: name, Command: d.Command, Timeout: d.Timeout()}, ok
 		},
 		Notify: func(agentID, text string) { notifyDM(plane, agents, agentID, text, false, "run report", log) },
+
+		// headless/runner/pack.go: the context pack's budget (a change needs a restart)
+		PackTokens: cfg().Headless.PackTokens(),
 	}
 	kick := director.Changed // the knowledge base's (kb.go), when it runs
 	director.Changed = func(id string, k headless.Kind) {

@@ -54,7 +54,9 @@ func BenchmarkNetFetchOverRPC(b *testing.B) {
 		Policy: func(context.Context, string, string) (netfetch.Source, error) {
 			return netfetch.Source{Policy: pol, Limits: netfetch.Limits{MaxBytes: 1 << 20, Timeout: 30 * time.Second}}, nil
 		},
-		Record: func(context.Context, string, string, netfetch.Source, netfetch.Record, []byte) (string, error) { return "", nil }}
+		Record: func(context.Context, string, string, netfetch.Source, netfetch.Record, []byte) (string, error) {
+			return "", nil
+		}}
 	defer tool.Fetcher.Close()
 	limits := rpc.DefaultLimits()
 	limits.Rate, limits.Burst = 1e9, 1e9

@@ -27,6 +27,9 @@ type Headless struct {
 	// ancestry on its runs' requests before a further SPLIT_REQUEST goes
 	// to the DM (default DefaultMaxSplits).
 	MaxSplits int `json:"max_splits,omitempty"`
+	// ContextTokens is the budget of a run's context pack, its one prompt
+	// (estimated as bytes/4; 0: the runner's default, 8000).
+	ContextTokens int `json:"context_tokens,omitempty"`
 }
 
 // VerifierDef is one entry of headless.verifiers: a command exec'd in the
@@ -55,6 +58,15 @@ func (h *Headless) MaxRunsOrDefault() int {
 		return DefaultMaxRuns
 	}
 	return h.MaxRuns
+}
+
+// PackTokens is headless.context_tokens (0 when unset: the runner's
+// default applies).
+func (h *Headless) PackTokens() int {
+	if h == nil {
+		return 0
+	}
+	return h.ContextTokens
 }
 
 // DefaultMaxSplits is headless.max_splits's default.
@@ -177,6 +189,9 @@ func (v *validator) headless() {
 		}
 		if h.MaxRuns < 0 || h.MaxRuns > 64 {
 			v.add("headless.max_runs", fmt.Sprint(h.MaxRuns), "want 1 to 64 runs at once (or leave it out for %d)", DefaultMaxRuns)
+		}
+		if h.ContextTokens != 0 && (h.ContextTokens < 1000 || h.ContextTokens > 1000000) {
+			v.add("headless.context_tokens", fmt.Sprint(h.ContextTokens), "want 1000 to 1000000 tokens for a run's context pack (or leave it out for the default, 8000)")
 		}
 		if h.MaxSplits < 0 || h.MaxSplits > 16 {
 			v.add("headless.max_splits", fmt.Sprint(h.MaxSplits), "want 1 to 16 splits along a work item's ancestry (or leave it out for %d)", DefaultMaxSplits)

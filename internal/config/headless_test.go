@@ -50,6 +50,7 @@ func TestHeadlessAccepted(t *testing.T) {
 		{"verifiers", withHeadless("verifiers", map[string]any{"go-test": map[string]any{"command": []any{"go", "test", "./..."}, "timeout_s": 900}, "lint": map[string]any{"command": []any{"sh", "-c", "test -z \"$(gofmt -l .)\""}}})},
 		{"max runs", withHeadless("max_runs", 4)},
 		{"max splits", withHeadless("max_splits", 5)},
+		{"context tokens", withHeadless("context_tokens", 20000)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := Parse(mutate(t, example, tc.mutate))
@@ -120,6 +121,8 @@ func TestHeadlessRefused(t *testing.T) {
 		{"max runs", withHeadless("max_runs", 1000), "headless.max_runs", "1 to 64"},
 		{"max splits negative", withHeadless("max_splits", -1), "headless.max_splits", "1 to 16"},
 		{"max splits", withHeadless("max_splits", 100), "headless.max_splits", "1 to 16"},
+		{"context tokens too few", withHeadless("context_tokens", 10), "headless.context_tokens", "1000 to 1000000"},
+		{"context tokens too many", withHeadless("context_tokens", 2000000), "headless.context_tokens", "1000 to 1000000"},
 		{"network a string", withMood("CALM", map[string]any{"network": "off", "private_data": true, "credentials": false}), "headless.moods.CALM.network", "want true or false"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
