@@ -112,6 +112,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	defer stopBrowser()
 	agentsMgr.HostTools[HostToolMCPNotice] = mcpNoticeTool(plane, agentsMgr, log.With(logs.KeySystem, "mcp")) // mcp_notice.go
 	// headless_tools.go: a run session's notes, split and spec change requests
+	registerKBTool(agentsMgr, st, director, kbase) // kb.go: choir.kb.search in run sessions
 	if err := registerRunTools(agentsMgr, st, director, home, log.With(logs.KeySystem, "headless")); err != nil {
 		return err
 	}

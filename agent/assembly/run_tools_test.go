@@ -25,7 +25,7 @@ func TestRunHostToolsReachChoird(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := keepRunTools(reg, &rpc.RunBrief{ID: "r-000000000001", Tools: append([]string{"choir.fs.read"}, rpc.RunHostTools...)}, nil)
-	if got := kept.Names(); !slices.Equal(got, []string{"choir.fs.read", rpc.HostToolRunNote, rpc.HostToolRunSpecChange, rpc.HostToolRunSplit}) {
+	if got := kept.Names(); !slices.Equal(got, []string{"choir.fs.read", rpc.HostToolKBSearch, rpc.HostToolRunNote, rpc.HostToolRunSpecChange, rpc.HostToolRunSplit}) {
 		t.Fatalf("a run session's tools = %v", got)
 	}
 	for _, tc := range []struct {
@@ -39,6 +39,9 @@ func TestRunHostToolsReachChoird(t *testing.T) {
 		{rpc.HostToolRunSplit, `{"children":[{"description":"a","acceptance":["a works"]},{"description":"b","acceptance":["b"]}]}`, false},
 		{rpc.HostToolRunSpecChange, `{"paths":["SPECS/api.md"],"change":"404 for a missing item","evidence":["r-000000000001#4"]}`, true},
 		{rpc.HostToolRunSpecChange, `{"paths":["SPECS/api.md"],"change":"x","evidence":"trust me"}`, false},
+		{rpc.HostToolKBSearch, `{"query":"cold start","kind":"conjecture","limit":5}`, true},
+		{rpc.HostToolKBSearch, `{"query":"x","agent":"other"}`, false}, // only the run's own agent
+		{rpc.HostToolKBSearch, `{"query":"x","kind":"secrets"}`, false},
 	} {
 		call, err := kept.Prepare(tc.name, json.RawMessage(tc.input))
 		if (err == nil) != tc.ok {
@@ -53,7 +56,7 @@ func TestRunHostToolsReachChoird(t *testing.T) {
 			t.Errorf("Execute(%s) = %+v, %v", tc.name, res, err)
 		}
 	}
-	if !slices.Equal(called, []string{rpc.HostToolRunNote, rpc.HostToolRunSplit, rpc.HostToolRunSpecChange}) {
+	if !slices.Equal(called, []string{rpc.HostToolRunNote, rpc.HostToolRunSplit, rpc.HostToolRunSpecChange, rpc.HostToolKBSearch}) {
 		t.Errorf("host calls = %v", called)
 	}
 }

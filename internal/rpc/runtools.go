@@ -14,8 +14,12 @@ const (
 	// HostToolRunSpecChange files a SPEC_CHANGE_REQUEST with evidence,
 	// which lets the run's commit change those SPECS files.
 	HostToolRunSpecChange = "choir.run.spec_change"
+	// HostToolKBSearch searches the local knowledge base of the agent's
+	// runs: pointers (object, kind, snippet, score) to cite as
+	// sha256:<object>, never the objects' content.
+	HostToolKBSearch = "choir.kb.search"
 )
 
 // RunHostTools are the run sessions' own host tools, offered in every
 // mood (they are events, not side effects outside the run).
-var RunHostTools = []string{HostToolRunNote, HostToolRunSplit, HostToolRunSpecChange}
+var RunHostTools = []string{HostToolRunNote, HostToolRunSplit, HostToolRunSpecChange, HostToolKBSearch}

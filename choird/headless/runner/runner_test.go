@@ -300,7 +300,7 @@ func TestRunSessionGetsTheMoodsProfile(t *testing.T) {
 	}
 	task := e.agent.tasks[0]
 	// The run's own notes and requests (split.go) come in every mood.
-	if strings.Join(task.Tools, " ") != "choir.exec choir.fs.read choir.fs.write choir.run.note choir.run.split choir.run.spec_change" || task.Network || task.Credentials || task.WorkspaceRO {
+	if strings.Join(task.Tools, " ") != "choir.exec choir.fs.read choir.fs.write choir.run.note choir.run.split choir.run.spec_change choir.kb.search" || task.Network || task.Credentials || task.WorkspaceRO {
 		t.Errorf("CALM task = tools %v network %v credentials %v read-only %v; want the fs tools and exec, no network, no credentials, writable",
 			task.Tools, task.Network, task.Credentials, task.WorkspaceRO)
 	}
