@@ -31,7 +31,7 @@ func (rt *Runtime) useTunnel() bool {
 	if !rt.sess.Tunnel {
 		return false
 	}
-	t, ok := rt.cp.(tunneler)
+	t, ok := rt.carrier.(tunneler) // the control plane itself (rt.cp is its redacting wrapper)
 	if !ok {
 		rt.log.Warn("choird carries this session's connections, but the control plane cannot open them: the API tools will find no route")
 		return false
