@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"choir/internal/netpolicy"
 	"choir/internal/rpc"
@@ -273,6 +274,9 @@ func TestFetchLimits(t *testing.T) {
 			case <-block:
 			case <-r.Context().Done():
 			}
+		case "/huge":
+			w.Header().Set("Content-Type", "text/plain")
+			io.WriteString(w, strings.Repeat("ü", MaxTextBytes)) // twice the text cap
 		case "/png":
 			w.Header().Set("Content-Type", "image/png")
 			w.Write([]byte("\x89PNG\r\n\x1a\n\x00\x00binary"))
@@ -295,6 +299,13 @@ func TestFetchLimits(t *testing.T) {
 	var ne *NetError
 	if !errors.As(err, &ne) || ne.Code != CodeTimeout {
 		t.Errorf("slow: %v; want %s", err, CodeTimeout)
+	}
+	// Read whole (the run's source object keeps it), shown up to the cap.
+	res, err = f.Do(context.Background(), p, lim, rpc.NetFetch{URL: base + "/huge"})
+	if err != nil || res.Truncated || res.Bytes != 2*MaxTextBytes || !res.Answer.TextTruncated || len(res.Answer.Text) != MaxTextBytes ||
+		!utf8.ValidString(res.Answer.Text) {
+		t.Errorf("huge text: read %d, truncated %v, text %d bytes (cut %v); want all read and the text cut at %d on a character",
+			res.Bytes, res.Truncated, len(res.Answer.Text), res.Answer.TextTruncated, MaxTextBytes)
 	}
 	res, err = f.Do(context.Background(), p, lim, rpc.NetFetch{URL: base + "/png"})
 	if err != nil || res.Answer.Text != "" || res.Answer.Binary == nil || res.Answer.Binary.ContentType != "image/png" || len(res.Answer.Binary.SHA256) != 64 {

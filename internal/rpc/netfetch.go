@@ -29,9 +29,12 @@ type NetFetchAnswer struct {
 	Headers     map[string]string `json:"headers,omitempty"` // a few response headers
 	Bytes       int64             `json:"bytes"`             // body bytes read
 	Truncated   bool              `json:"truncated,omitempty"`
-	Untrusted   string            `json:"untrusted"` // how to treat the body
-	Text        string            `json:"text,omitempty"`
-	Binary      *NetFetchBinary   `json:"binary,omitempty"`
+	// TextTruncated: Text stops at choird's cap on an answer's text
+	// (256 KiB), though more of the body was read.
+	TextTruncated bool            `json:"text_truncated,omitempty"`
+	Untrusted     string          `json:"untrusted"` // how to treat the body
+	Text          string          `json:"text,omitempty"`
+	Binary        *NetFetchBinary `json:"binary,omitempty"`
 	// Source is the body's object hash when choird stored it (run sessions).
 	Source string `json:"source,omitempty"`
 }
