@@ -220,7 +220,7 @@ func (d *Director) ActOnSplit(ctx context.Context, runID string, maxSplits int) 
 		dec.Decision = SplitAwaitingHuman
 		dec.Reason = fmt.Sprintf("work item %s is %s risk: a human decides (choirctl work split %s --request %s)", item.ID, item.Risk, item.ID, req.Ref())
 	default:
-		items, err = d.children(g, item, p)
+		items, err = d.children(item, p)
 		if err != nil {
 			dec.Decision, dec.Reason = SplitRefused, clipText(err.Error(), MaxReason)
 			break
@@ -257,7 +257,7 @@ func (d *Director) ActOnSplit(ctx context.Context, runID string, maxSplits int) 
 // children builds the work items a proposal makes of parent: each takes
 // the parent's agent, risk, acceptance criteria, verifiers and
 // dependencies, adds its own, and waits for the siblings it names.
-func (d *Director) children(g *graph, parent WorkItem, p SplitProposal) ([]WorkItem, error) {
+func (d *Director) children(parent WorkItem, p SplitProposal) ([]WorkItem, error) {
 	items := make([]WorkItem, len(p.Children))
 	for i, c := range p.Children {
 		n := NewWorkItem{Agent: parent.Agent, Description: c.Description, Risk: parent.Risk,
@@ -360,7 +360,7 @@ func (d *Director) SplitByRequest(ctx context.Context, itemID, ref string) (Work
 	if err := editable(parent, "split"); err != nil {
 		return WorkItem{}, nil, err
 	}
-	items, err := d.children(g, parent, p)
+	items, err := d.children(parent, p)
 	if err != nil {
 		return WorkItem{}, nil, err
 	}

@@ -223,3 +223,25 @@ func TestDoctrineNeedsAHumanAndABadTierFileRefuses(t *testing.T) {
 		t.Errorf("CommitCheck of a patch touching no gated doc = %+v; want ready by policy", c)
 	}
 }
+
+// Whatever a tier file holds, what ParseDocTiers accepts names only clean
+// paths inside the repository, and TierOf never panics.
+func FuzzParseDocTiers(f *testing.F) {
+	for _, seed := range []string{`{"specs": ["SPECS/"], "doctrine": ["D.md"]}`, `{"notes": ["../x"]}`, `{"specs": ["a//b"]}`, `[]`, `{"specs": [""]}`, ""} {
+		f.Add(seed, "SPECS/a.md")
+	}
+	f.Fuzz(func(t *testing.T, data, path string) {
+		tiers, err := ParseDocTiers("docs.json", []byte(data))
+		if err != nil {
+			return
+		}
+		for _, list := range [][]string{tiers.Doctrine, tiers.Specs, tiers.Notes} {
+			for _, p := range list {
+				if strings.HasPrefix(p, "/") || strings.Contains("/"+p+"/", "/../") || strings.Contains(p, "\\") || strings.Contains(p, "//") {
+					t.Fatalf("accepted %q from %q", p, data)
+				}
+			}
+		}
+		tiers.TierOf(path)
+	})
+}
