@@ -179,6 +179,9 @@ func runShowCmd(ctx context.Context, e *env, args []string) error {
 	} else {
 		fmt.Fprintf(tw, "commit\tnot ready: %s\n", strings.Join(d.Check.Missing, "; "))
 	}
+	for _, g := range d.Check.Gates { // the doc tiers the patch touches
+		fmt.Fprintf(tw, "doc gate\t%s\n", g)
+	}
 	return tw.Flush()
 }
 
