@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -22,12 +23,51 @@ import (
 	"choir/testkit/dockertest"
 )
 
+// notingModel answers a headless run's objective with three tool calls
+// in one reply: a CONJECTURE and an OBSERVATION through choir.run.note,
+// and choir.fs.write of the right answer; everything else is the demo
+// model's.
+type notingModel struct{ fallback *callerModel }
+
+func (m *notingModel) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+	var req struct {
+		Model    string `json:"model"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &req) == nil && len(req.Messages) > 0 {
+		last := req.Messages[len(req.Messages)-1]
+		var text string
+		json.Unmarshal(last.Content, &text)
+		if last.Role == "user" && strings.Contains(text, "[choir headless run ") {
+			call := func(i int, tool string, args map[string]any) map[string]any {
+				b, _ := json.Marshal(args)
+				return map[string]any{"id": fmt.Sprintf("call_%d_%d", time.Now().UnixNano(), i), "type": "function",
+					"function": map[string]any{"name": openai.WireName(tool), "arguments": string(b)}}
+			}
+			writeCompletion(w, req.Model, map[string]any{"role": "assistant", "content": nil, "tool_calls": []any{
+				call(1, "choir.run.note", map[string]any{"type": "CONJECTURE", "claim": "answer.txt must hold exactly 42", "test": "sh test.sh",
+					"edge": "a trailing blank", "delta_o": "one line to change", "scope": "answer.txt"}),
+				call(2, "choir.run.note", map[string]any{"type": "OBSERVATION", "text": "test.sh greps answer.txt for 42"}),
+				call(3, "choir.fs.write", map[string]any{"path": "answer.txt", "op": "overwrite", "content": "42\n"}),
+			}}, "tool_calls")
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	m.fallback.ServeHTTP(w, r)
+}
+
 // The state vector end to end (issue 25 item 7): a headless run of agent
 // ah-1 gets its typed notes (an observation, a hypothesis citing it,
 // conjectures, a drive, a belief, a hyperthesis, and an observation
 // citing a receipt that does not exist) and an attestation supporting
 // some of them, through the admin API's POST /run/{id}/note and
-// /run/{id}/verify as an operator files them. `choirctl state --json` is
+// /run/{id}/verify as an operator files them, besides the two notes the
+// run's agent files itself with choir.run.note. `choirctl state --json` is
 // read while the run verifies; choird is killed with SIGKILL and started
 // again, and the state vector it rebuilds from the receipts is the same,
 // byte for byte. The run then commits, and the state after a second kill
@@ -70,18 +110,13 @@ func TestStateVectorRebuiltAfterKill(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The model writes the right answer at once.
+	// The model files two notes with choir.run.note and writes the right
+	// answer, in one reply of three tool calls.
 	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	model := &http.Server{Handler: &callerModel{call: func(text string) (string, string, bool) {
-		if !strings.Contains(text, "[choir headless run ") {
-			return "", "", false
-		}
-		args, _ := json.Marshal(map[string]any{"path": "answer.txt", "op": "overwrite", "content": "42\n"})
-		return openai.WireName("choir.fs.write"), string(args), true
-	}}}
+	model := &http.Server{Handler: &notingModel{fallback: &callerModel{call: func(string) (string, string, bool) { return "", "", false }}}}
 	go model.Serve(l)
 	t.Cleanup(func() { model.Close() })
 	editConfig(t, home, func(cfg map[string]any) {
@@ -197,8 +232,11 @@ func TestStateVectorRebuiltAfterKill(t *testing.T) {
 	if st.PlanNext == nil || st.PlanNext.Conjecture != conj {
 		t.Errorf("plan_next = %+v; want %s, the conjecture the drive cites", st.PlanNext, conj)
 	}
-	if len(st.Drive) != 1 || len(st.Believe) != 1 || len(st.Hyperthesis) != 1 || len(st.Conjectures) != 2 || len(st.Hypothesize) != 0 || st.Runs[run.ID] != "verifying" {
+	if len(st.Drive) != 1 || len(st.Believe) != 1 || len(st.Hyperthesis) != 1 || len(st.Conjectures) != 3 || len(st.Hypothesize) != 0 || st.Runs[run.ID] != "verifying" {
 		t.Errorf("state = %s", before)
+	}
+	if st.Conjectures[0].Claim != "answer.txt must hold exactly 42" || !strings.HasPrefix(st.Conjectures[0].Ref, run.ID+"#") {
+		t.Errorf("conjectures = %+v; want first the one the agent filed with choir.run.note", st.Conjectures)
 	}
 	human, _, _ := ctlRun(t, home, "", "state", "--agent", "ah-1")
 	for _, s := range []string{"PLAN NEXT", "test " + conj, "REFUSED (1)", "HYPERTHESIS (1)", "(unbounded)", "anti-drive: never edit test.sh"} {
