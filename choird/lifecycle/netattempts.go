@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -56,7 +55,7 @@ func (r *Run) NetAttempts() (int64, string) {
 
 // findNetns finds the counters of an offline session's container: its
 // init process's, when that process is in this host's view (its cgroup
-// names the container) and in a network namespace of its own. When it is
+// names the container) and in a namespace with only a loopback. When it is
 // not (an engine on another host, in another PID namespace), the attempts
 // are not counted, and the log says why once.
 func (m *Manager) findNetns(ctx context.Context, r *Run) {
@@ -86,7 +85,10 @@ func (m *Manager) findNetns(ctx context.Context, r *Run) {
 
 // checkNetns says why pid cannot stand for the container id ("" when it
 // can): its cgroup must name the container, and its network namespace
-// must not be choird's own.
+// must hold nothing but a loopback, as a container without network does
+// (so never choird's own). Both files are readable by choird's user
+// (unlike /proc/<pid>/ns/net, which needs ptrace rights over the
+// container's root).
 func checkNetns(pid int, id string) string {
 	dir := filepath.Join(procRoot, strconv.Itoa(pid))
 	cg, err := os.ReadFile(filepath.Join(dir, "cgroup"))
@@ -96,15 +98,26 @@ func checkNetns(pid int, id string) string {
 	if id == "" || !bytes.Contains(cg, []byte(id)) {
 		return fmt.Sprintf("process %d is not the container's on this host (its cgroup does not name it): is the engine on another host or in another PID namespace?", pid)
 	}
-	theirs, err1 := os.Readlink(filepath.Join(dir, "ns", "net"))
-	ours, err2 := os.Readlink(filepath.Join(procRoot, "self", "ns", "net"))
-	if err := errors.Join(err1, err2); err != nil {
-		return "compare network namespaces: " + err.Error()
+	dev, err := os.ReadFile(filepath.Join(dir, "net", "dev"))
+	if err != nil {
+		return "read the container's network interfaces: " + err.Error()
 	}
-	if theirs == ours {
-		return "the container shares choird's network namespace"
+	if ifs := interfaces(dev); len(ifs) != 1 || ifs[0] != "lo" {
+		return fmt.Sprintf("the container's network namespace has the interfaces %v, not a loopback only: it is not a container without network", ifs)
 	}
 	return ""
+}
+
+// interfaces lists the interface names of /proc/net/dev.
+func interfaces(dev []byte) []string {
+	var out []string
+	for _, line := range strings.Split(string(dev), "\n") {
+		name, _, ok := strings.Cut(line, ":")
+		if name = strings.TrimSpace(name); ok && name != "" && !strings.Contains(name, "|") {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // readNet reads the counters again (if they can be read) and returns the
