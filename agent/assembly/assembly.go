@@ -137,6 +137,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	tools = rt.runTools(tools) // run.go: a run session's tools only
+	skills = rt.runSkills(skills)
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
 		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log,
 		Loops: func() arbiter.LoopLimits { // hot-reloadable; zero (an older choird) means the defaults

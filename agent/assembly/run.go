@@ -1,6 +1,7 @@
 package assembly
 
 import (
+	"choir/agent/skill"
 	"choir/agent/tool"
 	"choir/internal/rpc"
 )
@@ -46,4 +47,20 @@ func keepNetFetch(tools *tool.Registry, policy bool) *tool.Registry {
 		return tools
 	}
 	return tools.Keep(func(t tool.Tool) bool { return t.Name() != rpc.HostToolNetFetch })
+}
+
+// runSkills is the skill registry a session's lanes may start skills
+// from: none in a headless run session, whose tools are its mood's
+// profile alone (choird's run brief), so neither choir.skill.start nor
+// the other choir.skill.* control tools are offered there, and a call of
+// one is refused like any tool the session has not.
+func (rt *Runtime) runSkills(skills *skill.Registry) *skill.Registry {
+	return keepRunSkills(skills, rt.sess.RunBrief)
+}
+
+func keepRunSkills(skills *skill.Registry, brief *rpc.RunBrief) *skill.Registry {
+	if brief != nil {
+		return nil
+	}
+	return skills
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"choir/agent/builtin"
+	"choir/agent/skill"
 	"choir/agent/tool"
 	"choir/internal/rpc"
 )
@@ -48,5 +49,18 @@ func TestRunBriefKeepsOnlyItsTools(t *testing.T) {
 	// An empty list keeps nothing.
 	if n := keepRunTools(full, &rpc.RunBrief{ID: "r-1"}, nil).Names(); len(n) != 0 {
 		t.Errorf("an empty tool list keeps %v", n)
+	}
+}
+
+// A run session's lanes get no skill registry: choir.skill.start and the
+// other control tools are not offered to a run (its tools are its mood's
+// profile alone); an interactive session keeps its skills.
+func TestRunBriefOffersNoSkills(t *testing.T) {
+	reg := &skill.Registry{}
+	if got := keepRunSkills(reg, &rpc.RunBrief{ID: "r-000000000001", Tools: []string{"choir.fs.read"}}); got != nil {
+		t.Errorf("keepRunSkills(run brief) = %v; want none", got)
+	}
+	if got := keepRunSkills(reg, nil); got != reg {
+		t.Errorf("keepRunSkills(interactive) = %v; want the registry", got)
 	}
 }
