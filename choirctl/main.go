@@ -64,7 +64,7 @@ func init() {
 		{name: "model", summary: "models (set: until the agent restarts)", subs: modelCommands},
 		{name: "voice", summary: "voice profiles (set: until the agent restarts)", subs: voiceCommands},
 		{name: "approval", summary: "the proposals waiting for a human", subs: approvalCommands},
-		{name: "work", summary: "headless work items: add, list, show, split, cancel", subs: workCommands},
+		{name: "work", summary: "headless work items: add, list, show, update, split, cancel", subs: workCommands},
 		{name: "run", summary: "headless runs of work items and their receipts", subs: runCommands},
 		{name: "state", args: "[--agent A] [--json]", summary: "the AHDB state vector rebuilt from the runs' receipts", run: runState},
 		{name: "kb", summary: "the runs' knowledge base: search for pointers to cite", subs: kbCommands},

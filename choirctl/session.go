@@ -14,6 +14,7 @@ package main
 // name; compact makes the agent fold its working memory now.
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"text/tabwriter"
@@ -49,13 +50,17 @@ func sessionList(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, list)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tAGENT\tSTATUS\tSTARTED\tENDED")
+	fmt.Fprintln(tw, "SESSION\tAGENT\tKIND\tSTATUS\tSTARTED\tENDED")
 	for _, s := range list {
 		ended := "-"
 		if !s.EndedAt.IsZero() {
 			ended = s.EndedAt.Local().Format(time.DateTime)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.SessionID, s.AgentID, s.Status, s.StartedAt.Local().Format(time.DateTime), ended)
+		kind := cmp.Or(s.Kind, "interactive")
+		if s.RunID != "" {
+			kind += " " + s.RunID
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", s.SessionID, s.AgentID, kind, s.Status, s.StartedAt.Local().Format(time.DateTime), ended)
 	}
 	return tw.Flush()
 }

@@ -3,6 +3,7 @@ package main
 // choirctl work add <agent> <description> --accept C [--accept C]... [--verifier V]... [--risk low|medium|high] [--depends ID]... [--json]
 // choirctl work list [--agent A] [--status S] [--json]
 // choirctl work show <id> [--json]
+// choirctl work update <id> [--description D] [--accept C]... [--verifier V]... [--no-verifiers] [--risk R] [--depends ID]... [--no-depends] [--json]
 // choirctl work split <id> --file F|- [--json]
 // choirctl work split <id> --request <run id>#<seq> [--json]
 // choirctl work cancel <id> [--json]
@@ -20,6 +21,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +37,7 @@ var workCommands = []command{
 	{name: "add", args: "<agent> <description> --accept C [--verifier V] [--risk R] [--depends ID] [--json]", summary: "add a work item to an agent's queue", run: workAdd},
 	{name: "list", args: "[--agent A] [--status S] [--json]", summary: "work items, oldest first, with their status", run: workList},
 	{name: "show", args: "<id> [--json]", summary: "one work item with its children and runs", run: workShow},
+	{name: "update", args: "<id> [--description D] [--accept C] [--verifier V] [--risk R] [--depends ID] [--json]", summary: "change an open work item", run: workUpdate},
 	{name: "split", args: "<id> --file F|- | --request R [--json]", summary: "split a work item into children that cover it", run: workSplit},
 	{name: "cancel", args: "<id> [--json]", summary: "cancel a work item (and its queued run)", run: workCancel},
 }
@@ -257,5 +260,74 @@ func workCancel(ctx context.Context, e *env, args []string) error {
 		return printJSON(e, res.Item)
 	}
 	fmt.Fprintf(e.stdout, "%s cancelled\n", res.Item.ID)
+	return nil
+}
+
+func workUpdate(ctx context.Context, e *env, args []string) error {
+	fs := newFlags(e, "work update", "work update <id> [--description D] [--accept C]... [--verifier V]... [--no-verifiers] [--risk low|medium|high] [--depends ID]... [--no-depends] [--json]\n\n"+
+		"Changes an open work item; what is not given stays. --accept, --verifier and --depends\n"+
+		"replace the whole list (repeat them for several); --no-verifiers and --no-depends empty it.")
+	var accept, verifiers, depends listFlag
+	desc := fs.String("description", "", "the new description")
+	fs.Var(&accept, "accept", "an acceptance criterion: the list given replaces the item's (repeat for several)")
+	fs.Var(&verifiers, "verifier", "a verifier: the list given replaces the item's (repeat for several)")
+	fs.Var(&depends, "depends", "a work item this one waits for: the list given replaces the item's (repeat for several)")
+	noVerifiers := fs.Bool("no-verifiers", false, "the item names no verifier")
+	noDepends := fs.Bool("no-depends", false, "the item waits for nothing")
+	risk := fs.String("risk", "", "risk tier: low, medium or high (high needs a human to approve the commit)")
+	asJSON := fs.Bool("json", false, "print the changed work item as JSON")
+	id, err := oneArg(fs, args, "work item id")
+	if err != nil {
+		return err
+	}
+	var u ctl.WorkItemChange
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if set["description"] {
+		if strings.TrimSpace(*desc) == "" {
+			return usagef("--description is empty: give the new description, or leave the flag out to keep it")
+		}
+		u.Description = desc
+	}
+	if len(accept) > 0 {
+		u.Acceptance = (*[]string)(&accept)
+	}
+	switch {
+	case *noVerifiers && len(verifiers) > 0:
+		return usagef("--no-verifiers and --verifier contradict each other: give one")
+	case *noVerifiers:
+		u.Verifiers = &[]string{}
+	case len(verifiers) > 0:
+		u.Verifiers = (*[]string)(&verifiers)
+	}
+	switch {
+	case *noDepends && len(depends) > 0:
+		return usagef("--no-depends and --depends contradict each other: give one")
+	case *noDepends:
+		u.DependsOn = &[]string{}
+	case len(depends) > 0:
+		u.DependsOn = (*[]string)(&depends)
+	}
+	if set["risk"] {
+		switch *risk {
+		case "low", "medium", "high":
+			u.Risk = risk
+		default:
+			return usagef("--risk %q: want low, medium or high", *risk)
+		}
+	}
+	if u == (ctl.WorkItemChange{}) {
+		return usagef("nothing to change: give --description, --accept, --verifier, --no-verifiers, --risk, --depends or --no-depends")
+	}
+	c := e.client()
+	defer c.Close()
+	res, err := c.WorkItemOp(ctx, ctl.WorkItemRequest{Op: "update", ID: id, Update: &u})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e, res.Item)
+	}
+	fmt.Fprintf(e.stdout, "%s updated (%s)\n", res.Item.ID, res.Item.Status)
 	return nil
 }

@@ -72,6 +72,36 @@ func TestWorkAndRunCommandsAgainstChoird(t *testing.T) {
 		t.Fatalf("work add (text) = %d %q %q", code, out, stderr)
 	}
 	second := strings.Fields(out)[0]
+
+	// work update changes an open item; what is not given stays, and the
+	// director checks what is.
+	var upd ctl.WorkItem
+	ctlJSON(t, home, &upd, "work", "update", second, "--description", "document the fix well", "--risk", "medium", "--verifier", "go-test")
+	if upd.Description != "document the fix well" || upd.Risk != "medium" || strings.Join(upd.Verifiers, ",") != "go-test" ||
+		len(upd.Acceptance) != 2 || strings.Join(upd.DependsOn, ",") != first.ID {
+		t.Errorf("work update = %+v; want the new description, risk and verifier, the rest as it was", upd)
+	}
+	ctlJSON(t, home, &upd, "work", "update", second, "--no-verifiers", "--risk", "high")
+	if len(upd.Verifiers) != 0 || upd.Risk != "high" || upd.Description != "document the fix well" {
+		t.Errorf("work update --no-verifiers = %+v; want no verifier, the rest as it was", upd)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"work", "update", second, "--depends", "w-0123456789ab"}, "w-0123456789ab"},
+		{[]string{"work", "update", second, "--depends", second}, "cannot depend on itself"},
+		{[]string{"work", "update", "w-0123456789ab", "--risk", "low"}, "w-0123456789ab"},
+		{[]string{"work", "update", "not-an-id", "--risk", "low"}, "not-an-id"},
+		{[]string{"work", "update", second, "--accept", " "}, "acceptance"},
+	} {
+		if _, stderr, code := ctlRun(t, home, "", tc.args...); code != 1 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("choirctl %s = %d %q; want refused (1) naming %q", strings.Join(tc.args, " "), code, stderr, tc.want)
+		}
+	}
+	if out, _, _ := ctlRun(t, home, "", "work", "show", second); !strings.Contains(out, "document the fix well") || !strings.Contains(out, "risk        high") {
+		t.Errorf("work show after the refused updates = %q; want the last accepted one", out)
+	}
 	if _, stderr, code := ctlRun(t, home, "", "work", "add", "ghost", "x", "--accept", "a"); code != 1 || !strings.Contains(stderr, `agent "ghost" is not configured`) {
 		t.Errorf("work add for an unknown agent = %d %q; want 1 naming it", code, stderr)
 	}
@@ -87,6 +117,9 @@ func TestWorkAndRunCommandsAgainstChoird(t *testing.T) {
 	}
 	if _, stderr, code := ctlRun(t, home, `[{"description":"x","acceptance":["a"],"colour":"red"}]`, "work", "split", first.ID, "--file", "-"); code != 1 || !strings.Contains(stderr, "colour") {
 		t.Errorf("work split with an unknown field = %d %q; want refused naming it", code, stderr)
+	}
+	if _, stderr, code := ctlRun(t, home, "", "work", "update", second, "--risk", "low"); code != 1 || !strings.Contains(stderr, second) {
+		t.Errorf("work update of a split item = %d %q; want refused naming it", code, stderr)
 	}
 	var shown ctl.WorkItemDetail
 	ctlJSON(t, home, &shown, "work", "show", second)
@@ -156,6 +189,13 @@ func TestWorkAndRunUsageErrors(t *testing.T) {
 		{"work", "show"},
 		{"work", "split", "w-000000000000"},
 		{"work", "cancel"},
+		{"work", "update"},
+		{"work", "update", "w-000000000000"},
+		{"work", "update", "w-000000000000", "--risk", "huge"},
+		{"work", "update", "w-000000000000", "--description", " "},
+		{"work", "update", "w-000000000000", "--no-verifiers", "--verifier", "go-test"},
+		{"work", "update", "w-000000000000", "--no-depends", "--depends", "w-000000000001"},
+		{"work", "update", "w-000000000000", "w-000000000001", "--risk", "low"},
 		{"run", "start"},
 		{"run", "start", "w-000000000000", "--tokens", "-5"},
 		{"run", "receipts", "r-000000000000", "--after", "-1"},

@@ -139,9 +139,18 @@ func (a sessionLog) Sessions(ctx context.Context, agentID string) ([]ctl.Session
 	out := make([]ctl.SessionInfo, len(ss))
 	for i, s := range ss {
 		out[i] = ctl.SessionInfo{SessionID: s.SessionID, AgentID: s.AgentID, Status: string(s.Status), StartedAt: s.StartedAt,
-			EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings}
+			EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings, Kind: sessionKind(s.Kind), RunID: s.RunID}
 	}
 	return out, nil
+}
+
+// sessionKind names a stored session's kind ("" is an interactive one,
+// as stored before sessions had kinds).
+func sessionKind(k string) string {
+	if k == "" {
+		return store.SessionInteractive
+	}
+	return k
 }
 
 func (a sessionLog) Session(ctx context.Context, sessionID string) (*ctl.SessionDetail, error) {
@@ -157,7 +166,7 @@ func (a sessionLog) Session(ctx context.Context, sessionID string) (*ctl.Session
 		return nil, err
 	}
 	return &ctl.SessionDetail{SessionInfo: ctl.SessionInfo{SessionID: s.SessionID, AgentID: s.AgentID, Status: string(s.Status), StartedAt: s.StartedAt,
-		EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings},
+		EndedAt: s.EndedAt, LastHeartbeat: s.LastHeartbeatAt, Image: s.ImageVersion, Bindings: s.Bindings, Kind: sessionKind(s.Kind), RunID: s.RunID},
 		EndReason: o.EndReason, Summary: o.Summary}, nil
 }
 

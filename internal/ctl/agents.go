@@ -175,6 +175,9 @@ type SessionInfo struct {
 	LastHeartbeat time.Time       `json:"last_heartbeat,omitzero"`
 	Image         string          `json:"image,omitempty"`
 	Bindings      json.RawMessage `json:"bindings,omitempty"`
+	// Kind is "interactive" or "run" (a headless run's session, RunID).
+	Kind  string `json:"kind,omitempty"`
+	RunID string `json:"run_id,omitempty"`
 }
 
 // SessionEvent is one replicated event of a session's log.
