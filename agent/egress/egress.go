@@ -50,13 +50,15 @@ func DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 }
 
 // transport is shared by every HTTPClient: connections are reused
-// across the tools (one tunnel per service, not one per call).
+// across the tools (one tunnel per service, not one per call). Few are
+// kept idle: each idle one holds one of the session's tunnels (at most
+// rpc.MaxTunnelsPerSession, 16), which mail and MCP need too.
 var transport = &http.Transport{
 	Proxy:                 nil, // the environment names no proxy for the agent's own calls
 	DialContext:           DialContext,
 	ForceAttemptHTTP2:     true,
-	MaxIdleConns:          16,
-	MaxIdleConnsPerHost:   4,
+	MaxIdleConns:          6,
+	MaxIdleConnsPerHost:   2,
 	IdleConnTimeout:       90 * time.Second,
 	TLSHandshakeTimeout:   10 * time.Second,
 	ExpectContinueTimeout: time.Second,
