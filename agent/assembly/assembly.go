@@ -137,8 +137,8 @@ func (rt *Runtime) open(ctx context.Context) error {
 		return err
 	}
 	tools = rt.runTools(tools) // run.go: a run session's tools only
-	skills = rt.runSkills(skills)
-	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: skills, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
+	startable := rt.runSkills(skills) // run.go: none in a run session
+	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: startable, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
 		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log,
 		Loops: func() arbiter.LoopLimits { // hot-reloadable; zero (an older choird) means the defaults
 			lb := rt.dynamic().Tunables.LoopBreaker
@@ -159,7 +159,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 		SummarySettings:    func() lane.Settings { return rt.settings(summaryModel) },
 		// A spent session budget ends the session (§7.6).
 		EndSession: rt.sess.End,
-		Arbiter:    arb, Tools: tools, Skills: skills, Identity: id,
+		Arbiter:    arb, Tools: tools, Skills: startable, Identity: id,
 		EventWindow: dyn.Tunables.EventWindow, CompactionThresholdPercent: dyn.Tunables.CompactionThresholdPercent,
 		Budgets: dyn.Tunables.Budgets,
 		Reply:   rt.reply, Report: rt.report, Notify: rt.notify,
@@ -189,7 +189,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 			rt.log.Error("lanes stopped", "error", err.Error())
 		}
 	}()
-	rt.log.Info("runtime ready", "tools", len(tools.Names()), "skills", len(skills.Names()))
+	rt.log.Info("runtime ready", "tools", len(tools.Names()), "skills", len(skills.Names()), "run", rt.sess.RunBrief != nil)
 	if notice != "" {
 		rt.notify(notice)
 	}
