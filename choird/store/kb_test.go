@@ -80,6 +80,9 @@ func TestKBIndexAndSearch(t *testing.T) {
 	if o, err := s.KBGet(ctx, a); err != nil || o.Text != objs[0].Text {
 		t.Fatalf("KBGet(a) = %+v, %v; want the first text kept", o, err)
 	}
+	if added, err := s.KBIndex(ctx, recs[1].ID, nil); err != nil || len(added) != 0 {
+		t.Fatalf("KBIndex of a page without objects = %v, %v; want the cursor moved, nothing added", added, err)
+	}
 	if cur, _ := s.KBCursor(ctx); cur != recs[1].ID {
 		t.Fatalf("KBCursor after an older through = %d; want %d (never back)", cur, recs[1].ID)
 	}
