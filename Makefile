@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS_BUILD := -trimpath
 
-.PHONY: all build install demo test audit check bench bench-scale fmt vet clean
+.PHONY: all build install demo test audit check bench bench-scale bench-headless fmt vet clean
 
 all: build
 
@@ -56,6 +56,14 @@ bench:
 ## ARGS='-n 1000' adds a larger N, ARGS='-quick' is for development
 bench-scale: build
 	@$(GO) run ./testkit/scale $(ARGS)
+
+## bench-headless: what a headless run costs outside the model and the memory
+## of runs at once, on the real engine and Postgres (issue 16; not part of make
+## test): RUNS=4 runs held at once by default
+RUNS ?= 4
+bench-headless:
+	$(GO) test -run='^$$' -bench='^BenchmarkHeadlessRun$$' -benchtime=5x -timeout=30m ./choirctl
+	CHOIR_BENCH_RUNS=$(RUNS) $(GO) test -run='^$$' -bench='^BenchmarkHeadlessConcurrentRuns$$' -benchtime=1x -timeout=30m ./choirctl
 
 fmt:
 	@out=$$(gofmt -l $$(find . -path ./vendor -prune -o -name '*.go' -print)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -1,15 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +79,29 @@ func TestSchedulesFireRunsInChoird(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: model}
+	// What the model is offered in a run session's calls.
+	var offeredMu sync.Mutex
+	offered := map[string]bool{}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<20))
+		if bytes.Contains(body, []byte("[choir headless run ")) {
+			var req struct {
+				Tools []struct {
+					Function struct {
+						Name string `json:"name"`
+					} `json:"function"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(body, &req)
+			offeredMu.Lock()
+			for _, t := range req.Tools {
+				offered[t.Function.Name] = true
+			}
+			offeredMu.Unlock()
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		model.ServeHTTP(w, r)
+	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	editConfig(t, home, func(cfg map[string]any) {
@@ -177,6 +202,17 @@ func TestSchedulesFireRunsInChoird(t *testing.T) {
 			return ok
 		}, report)
 	}
+	// A run session is offered its mood's tools, never a skill's.
+	offeredMu.Lock()
+	if !offered[openai.WireName("choir.fs.write")] {
+		t.Errorf("run sessions were offered %v; want choir.fs.write among them", offered)
+	}
+	for name := range offered {
+		if strings.HasPrefix(name, "choir_skill_") {
+			t.Errorf("a run session was offered %s; want no choir.skill.* tool", name)
+		}
+	}
+	offeredMu.Unlock()
 	if c := strings.Split(gitIn("log", "--format=%H", "main"), "\n"); len(c) != 3 {
 		t.Errorf("commits on main = %q; want the first and one per run", c)
 	}
