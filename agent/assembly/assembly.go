@@ -127,7 +127,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 	builtins := builtin.Tools(builtin.Deps{Host: host, Propose: propose, Dynamic: rt.dynamic, SessionID: rt.sess.ID().SessionID,
 		Known: func(name string) bool { return known != nil && known(name) }})
 	builtins = append(builtins, rt.runHostTools(host)...) // run_tools.go: a run session's notes and requests
-	tools, err := rt.loadTools(builtins) // mcp.go: and the MCP servers' tools
+	tools, err := rt.loadTools(builtins)                  // mcp.go: and the MCP servers' tools
 	if err != nil {
 		return fmt.Errorf("load tools: %w", err)
 	}
@@ -136,7 +136,7 @@ func (rt *Runtime) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools = rt.runTools(tools) // run.go: a run session's tools only
+	tools = rt.runTools(tools)        // run.go: a run session's tools only
 	startable := rt.runSkills(skills) // run.go: none in a run session
 	arb := arbiter.New(arbiter.Config{Tools: tools, Skills: startable, Locks: &lock.Manager{}, Workspace: rt.cfg.Workspace,
 		Secrets: rt.secret, Redactor: rt.sess.Redactor, Log: rt.log,

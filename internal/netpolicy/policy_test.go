@@ -138,10 +138,10 @@ func TestLiteralHostsArePrivate(t *testing.T) {
 		Entry{Prefix: "https://example.org/"},
 	)
 	for url, private := range map[string]bool{
-		"http://LOCALHOST.:9000/x":         true,
-		"http://[0:0::1]:9000/x":           true,
-		"http://10.0.0.7/x":                true,
-		"https://example.org/x":            false,
+		"http://LOCALHOST.:9000/x":          true,
+		"http://[0:0::1]:9000/x":            true,
+		"http://10.0.0.7/x":                 true,
+		"https://example.org/x":             false,
 		"http://[::ffff:10.0.0.7]:80/a/../": true,
 	} {
 		d := p.Check("GET", url)
