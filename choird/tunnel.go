@@ -33,13 +33,16 @@ import (
 //
 // The endpoints: every search provider's (their keys are granted to
 // every session), the bound voice profile's TTS provider, the bound
-// Notion integration's, and the bound email account's IMAP and SMTP
-// servers. Models are not among them: an offline session's model calls
-// go through the model proxy (modelproxy.go).
+// Notion integration's, the bound email account's IMAP and SMTP servers,
+// and the MCP servers over HTTP the session's image declares (recorded
+// by the build: a declaration is reviewed like a tool). Models are not
+// among them: an offline session's model calls go through the model proxy
+// (modelproxy.go).
 type tunnelPolicy struct {
 	config   func() *config.Loaded
 	sessions interface {
 		TunnelBindings(sessionID string) (agentID string, b rpc.ResourceBindings, ok bool)
+		MCPEndpoints(ctx context.Context, sessionID string) []string
 	}
 	dial func(ctx context.Context, network, addr string) (net.Conn, error) // nil: a net.Dialer
 	log  *slog.Logger
@@ -58,10 +61,10 @@ func (p *tunnelPolicy) DialTunnel(ctx context.Context, call rpc.TunnelCall) (net
 		p.log.Warn("tunnel refused: the session has network or none to reach", "session_id", call.SessionID, "target", call.Target)
 		return nil, rpc.Forbidden("this session's connections are not carried by choird (it is on the network, ended, or a run without credentials)")
 	}
-	allowed := tunnelEndpoints(p.config().Config, b)
+	allowed := tunnelEndpoints(p.config().Config, b, p.sessions.MCPEndpoints(ctx, call.SessionID)...)
 	if !slices.Contains(allowed, call.Target) {
 		p.log.Warn("tunnel refused: not an endpoint of the agent's configuration", "agent_id", agentID, "session_id", call.SessionID, "target", call.Target)
-		return nil, rpc.Forbidden("%s is not an endpoint this session's configuration names (%s): choird carries connections only to the search providers, the bound TTS, Notion and email servers, as written in config.json; fetch other URLs with choir.net.fetch",
+		return nil, rpc.Forbidden("%s is not an endpoint this session's configuration names (%s): choird carries connections only to the search providers, the bound TTS, Notion and email servers, as written in config.json, and the image's MCP servers over HTTP; fetch other URLs with choir.net.fetch",
 			call.Target, strings.Join(allowed, ", "))
 	}
 	dial := p.dial
@@ -81,13 +84,16 @@ func (p *tunnelPolicy) DialTunnel(ctx context.Context, call rpc.TunnelCall) (net
 }
 
 // tunnelEndpoints are the host:port pairs a session bound as b may reach
-// through choird, sorted.
-func tunnelEndpoints(c *config.Config, b rpc.ResourceBindings) []string {
+// through choird, sorted; mcp are the image's MCP servers over HTTP.
+func tunnelEndpoints(c *config.Config, b rpc.ResourceBindings, mcp ...string) []string {
 	var out []string
 	add := func(hostport string) {
 		if t, ok := rpc.TunnelTarget(hostport); ok && !slices.Contains(out, t) {
 			out = append(out, t)
 		}
+	}
+	for _, e := range mcp {
+		add(e)
 	}
 	addURL := func(raw, def string) {
 		if raw == "" {

@@ -17,6 +17,13 @@ import (
 
 type tunnelSessions map[string]rpc.ResourceBindings
 
+func (s tunnelSessions) MCPEndpoints(_ context.Context, id string) []string {
+	if _, ok := s[id]; !ok {
+		return nil
+	}
+	return []string{"mcp.example.com:443"}
+}
+
 func (s tunnelSessions) TunnelBindings(id string) (string, rpc.ResourceBindings, bool) {
 	b, ok := s[id]
 	return "a1", b, ok
@@ -78,6 +85,7 @@ func TestTunnelPolicyRefuses(t *testing.T) {
 		{"a subdomain", "s1", "x.imap.example.org:993"},
 		{"the Notion API, not bound", "s1", "api.notion.com:443"},
 		{"a session not carried", "s9", "imap.example.org:993"},
+		{"the MCP server on another port", "s1", "mcp.example.com:80"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := p.DialTunnel(ctx, rpc.TunnelCall{SessionID: tc.session, Target: tc.target})
@@ -95,7 +103,12 @@ func TestTunnelPolicyRefuses(t *testing.T) {
 		t.Fatalf("DialTunnel(the IMAP server) = %v", err)
 	}
 	conn.Close()
-	if strings.Join(dialled, ",") != "imap.example.org:993" {
-		t.Errorf("dialled %v; want the configured name", dialled)
+	conn, err = p.DialTunnel(ctx, rpc.TunnelCall{SessionID: "s1", Target: "mcp.example.com:443"})
+	if err != nil {
+		t.Fatalf("DialTunnel(the image's MCP server) = %v", err)
+	}
+	conn.Close()
+	if strings.Join(dialled, ",") != "imap.example.org:993,mcp.example.com:443" {
+		t.Errorf("dialled %v; want the configured names", dialled)
 	}
 }

@@ -156,7 +156,7 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 		AgentID: agentID, ImageVersion: res.ImageVersion,
 		GlobalRepoCommit: gco.Commit, AgentRepoCommit: aco.Commit,
 		ToolManifestHash: tree.ToolHash, SkillManifestHash: tree.SkillHash,
-		MCPSecrets: mcpSecretNames(tree), // mcp.go
+		MCPSecrets: mcpSecretNames(tree), MCPEndpoints: mcpEndpoints(tree), // mcp.go
 	}
 	tree.Entries = append(tree.Entries, Entry{Path: "version.json", Mode: 0o644, Body: res.Version.JSON()})
 

@@ -2,6 +2,8 @@ package build
 
 import (
 	"errors"
+	"net"
+	"net/url"
 	"path"
 	"strconv"
 	"strings"
@@ -102,4 +104,26 @@ func checkSamplingModels(global, agent *source, models map[string]config.Model) 
 		return &InvalidError{Faults: faults}
 	}
 	return nil
+}
+
+// mcpEndpoints is ImageInfo.MCPEndpoints: the host:port of every MCP
+// server declared over HTTP (the scheme's port when the URL names none),
+// sorted and comma-separated.
+func mcpEndpoints(t *Tree) string {
+	set := map[string]bool{}
+	for _, d := range t.MCP {
+		if d.Transport != mcpdecl.HTTP {
+			continue
+		}
+		u, err := url.Parse(d.URL)
+		if err != nil || u.Hostname() == "" {
+			continue
+		}
+		port := u.Port()
+		if port == "" {
+			port = map[string]string{"https": "443", "http": "80"}[u.Scheme]
+		}
+		set[net.JoinHostPort(strings.ToLower(u.Hostname()), port)] = true
+	}
+	return strings.Join(sortedKeys(set), ",")
 }

@@ -1,6 +1,11 @@
 package lifecycle
 
-import "choir/internal/rpc"
+import (
+	"context"
+	"strings"
+
+	"choir/internal/rpc"
+)
 
 // tunnel says whether choird carries the session's own connections
 // (rpc's CONNECT tunnel, choird/tunnel.go): an offline session's, except
@@ -19,4 +24,19 @@ func (m *Manager) TunnelBindings(sessionID string) (agentID string, b rpc.Resour
 		return "", rpc.ResourceBindings{}, false
 	}
 	return r.AgentID, r.bindings(), true
+}
+
+// MCPEndpoints are the host:port of the MCP servers over HTTP that the
+// session's image declares (the build's record of it), which choird's
+// tunnel admits besides the configured services; none without a record.
+func (m *Manager) MCPEndpoints(ctx context.Context, sessionID string) []string {
+	r := m.bySession(sessionID)
+	if r == nil || m.Images == nil {
+		return nil
+	}
+	rec, err := m.Images.ImageRecord(ctx, r.Image)
+	if err != nil || rec.Version.MCPEndpoints == "" {
+		return nil
+	}
+	return strings.Split(rec.Version.MCPEndpoints, ",")
 }

@@ -23,6 +23,10 @@ type ImageInfo struct {
 	// declarations use (/choir/mcp), sorted and comma-separated (a string
 	// keeps ImageInfo comparable); choird grants those no resource uses.
 	MCPSecrets string `json:"mcp_secrets,omitempty"`
+	// MCPEndpoints are the host:port of the image's MCP servers over HTTP,
+	// sorted and comma-separated: choird carries an offline agent's
+	// connections to them (tunnel.go).
+	MCPEndpoints string `json:"mcp_endpoints,omitempty"`
 }
 
 // JSON is the file's content: indented, with a final newline.
