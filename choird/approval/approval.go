@@ -25,7 +25,7 @@ const ByTimeout = "choird (timeout)"
 
 // Approval is one request for a human decision, pending or decided.
 type Approval struct {
-	ID          string // at most 36 bytes (a UUID), so "ap:<id>:y" fits callback data
+	ID          string // at most 36 bytes (a UUID, or the asker's: RequestOnce), so "ap:<id>:y" fits callback data
 	SessionID   string // "" when no session asked
 	AgentID     string
 	RequestType string // repo_change, tool_proposal, skill_proposal, config_change…
@@ -121,6 +121,9 @@ var (
 	ErrAlreadyDecided = errors.New("approval already decided")
 	// ErrNotAllowed: the decider may not decide this agent's approvals.
 	ErrNotAllowed = errors.New("not allowed to decide this approval")
+	// ErrExists: an approval already has the id a request chose
+	// (Service.RequestOnce); the stored one is returned with it.
+	ErrExists = errors.New("an approval with that id exists")
 )
 
 // Summarize is a one-line summary of a request whose agent gave none: for

@@ -14,7 +14,9 @@ import (
 // subpackage).
 type Store interface {
 	// Create stores a pending request (SessionID, AgentID, RequestType,
-	// Summary and Payload of a) and returns it with its id and CreatedAt.
+	// Summary and Payload of a) and returns it with its id and CreatedAt:
+	// a new one, or a.ID when set. An a.ID in use stores nothing and
+	// returns the stored approval with an error wrapping ErrExists.
 	Create(ctx context.Context, a Approval) (Approval, error)
 	// Resolve decides a pending request once. Deciding it again changes
 	// nothing and returns the stored approval with an error wrapping
@@ -178,6 +180,12 @@ func (s *Service) Request(ctx context.Context, agentID, sessionID, requestType, 
 	if err != nil {
 		return Approval{}, fmt.Errorf("approval request of %s: %w", agentID, err)
 	}
+	s.requested(ctx, a)
+	return a, nil
+}
+
+// requested logs a stored request, arms its timeout and shows it.
+func (s *Service) requested(ctx context.Context, a Approval) {
 	s.log.Info("approval requested", keyApproval, a.ID, keyAgent, a.AgentID, keySession, a.SessionID,
 		keyRequestType, a.RequestType, keySummary, a.Summary, "requested_at", a.CreatedAt)
 	if s.cfg.Timeout > 0 {
@@ -188,7 +196,50 @@ func (s *Service) Request(ctx context.Context, agentID, sessionID, requestType, 
 			s.log.Warn("approval request not shown in a DM; decide it with choirctl", keyApproval, a.ID, keyAgent, a.AgentID, keyError, err.Error())
 		}
 	}
-	return a, nil
+}
+
+// MaxID is the longest id a caller may choose (RequestOnce): a UUID's
+// length, so that "ap:<id>:y" fits a Telegram button's callback data.
+const MaxID = 36
+
+// RequestOnce is Request for a request its asker may come back to, under
+// an id it chose (at most MaxID bytes of [A-Za-z0-9._-]): a headless
+// run's commit, asked again whenever choird restarts while the run waits.
+// The first call stores a.ID's request (AgentID, SessionID, RequestType,
+// Summary and Payload of a), arms its timeout and shows it as Request
+// does: created is true. A later call changes nothing, shows nothing
+// again and returns the stored approval, pending or decided: the asker
+// learns a decision it may have missed.
+func (s *Service) RequestOnce(ctx context.Context, a Approval) (_ Approval, created bool, _ error) {
+	if err := checkID(a.ID); err != nil {
+		return Approval{}, false, err
+	}
+	if a.AgentID == "" || a.RequestType == "" {
+		return Approval{}, false, errors.New("approval request: agent id and request type are required")
+	}
+	if a.Summary == "" {
+		a.Summary = Summarize(a.RequestType, a.Payload)
+	}
+	got, err := s.cfg.Store.Create(ctx, Approval{ID: a.ID, SessionID: a.SessionID, AgentID: a.AgentID, RequestType: a.RequestType, Summary: a.Summary, Payload: a.Payload})
+	if errors.Is(err, ErrExists) {
+		return got, false, nil
+	}
+	if err != nil {
+		return Approval{}, false, fmt.Errorf("approval request %s of %s: %w", a.ID, a.AgentID, err)
+	}
+	s.requested(ctx, got)
+	return got, true, nil
+}
+
+func checkID(id string) error {
+	ok := id != "" && len(id) <= MaxID
+	for _, c := range id {
+		ok = ok && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-')
+	}
+	if !ok {
+		return fmt.Errorf("approval id %q: want 1 to %d of [A-Za-z0-9._-] (it goes into a Telegram button's callback data)", id, MaxID)
+	}
+	return nil
 }
 
 // Decide approves or rejects a pending request for who. It returns the

@@ -274,3 +274,57 @@ func TestApprovedRequestsAreApplied(t *testing.T) {
 		t.Error("the timed-out request was approved")
 	}
 }
+
+// A request asked under its own id is shown once: asked again (its asker
+// came back after a restart) it is the same approval, pending or decided,
+// and nobody is asked twice.
+func TestRequestOnceAsksOnce(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	ask := approval.Approval{ID: "run-r-0123456789ab-abcdef012345", AgentID: "alpha", RequestType: "run_commit", Summary: "commit run r-0123456789ab"}
+	a, created, err := f.svc.RequestOnce(ctx, ask)
+	if err != nil || !created || a.ID != ask.ID || a.Status != approval.Pending {
+		t.Fatalf("RequestOnce() = %+v, %v, %v; want a new pending approval under its id", a, created, err)
+	}
+	again, created, err := f.svc.RequestOnce(ctx, ask)
+	if err != nil || created || again.ID != a.ID || !again.CreatedAt.Equal(a.CreatedAt) {
+		t.Fatalf("RequestOnce() again = %+v, %v, %v; want the stored one, not created", again, created, err)
+	}
+	if req, _, _ := f.rec.counts(); req != 1 {
+		t.Errorf("the DM was asked %d times; want once", req)
+	}
+	if _, err := f.svc.Decide(ctx, a.ID, true, approval.Operator("choirctl")); err != nil {
+		t.Fatal(err)
+	}
+	decided, created, err := f.svc.RequestOnce(ctx, ask)
+	if err != nil || created || decided.Status != approval.Approved || decided.ResolvedBy != "choirctl" {
+		t.Errorf("RequestOnce() after the decision = %+v, %v, %v; want the approval as decided", decided, created, err)
+	}
+	// Its timeout was armed once, and disarmed by the decision.
+	f.clock.Advance(2 * timeout)
+	if got, _ := f.svc.Get(ctx, a.ID); got.Status != approval.Approved {
+		t.Errorf("after its timeout passed = %s; want the decision to stand", got.Status)
+	}
+	for _, bad := range []string{"", "has:colon", "has space", strings.Repeat("x", approval.MaxID+1)} {
+		if _, _, err := f.svc.RequestOnce(ctx, approval.Approval{ID: bad, AgentID: "alpha", RequestType: "run_commit"}); err == nil {
+			t.Errorf("RequestOnce(id %q) = nil; want the id refused", bad)
+		}
+	}
+}
+
+// An approval asked once times out like any other.
+func TestRequestOnceTimesOut(t *testing.T) {
+	f := newFixture(t)
+	a, _, err := f.svc.RequestOnce(t.Context(), approval.Approval{ID: "run-r-1", AgentID: "alpha", RequestType: "run_commit", Summary: "commit run r-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(timeout)
+	got, err := f.svc.Get(t.Context(), a.ID)
+	if err != nil || !got.TimedOut() {
+		t.Fatalf("after the timeout = %+v, %v; want rejected by timeout", got, err)
+	}
+	if _, dec, agent := f.rec.counts(); dec != 1 || agent != 1 {
+		t.Errorf("after the timeout the DM heard %d outcomes and the asker %d; want one each", dec, agent)
+	}
+}

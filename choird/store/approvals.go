@@ -21,6 +21,10 @@ const (
 
 // NewApproval is a request for a human decision.
 type NewApproval struct {
+	// ID is the row's id when the caller chooses it (a request asked once
+	// whatever happens, such as a headless run's commit); "" for a new
+	// UUID.
+	ID          string
 	SessionID   string // "" when no session asked
 	AgentID     string
 	RequestType string
@@ -56,7 +60,9 @@ func scanApproval(row pgx.Row) (Approval, error) {
 	return a, err
 }
 
-// CreateApproval queues a request and returns it with its new id.
+// CreateApproval queues a request and returns it with its new id. With
+// na.ID set and a row under that id already, it changes nothing and
+// returns the stored row, decided or not, with ErrApprovalExists.
 func (s *Store) CreateApproval(ctx context.Context, na NewApproval) (Approval, error) {
 	if na.AgentID == "" || na.RequestType == "" {
 		return Approval{}, errors.New("create approval: agent id and request type are required")
@@ -69,10 +75,25 @@ func (s *Store) CreateApproval(ctx context.Context, na NewApproval) (Approval, e
 	if na.SessionID != "" {
 		session = &na.SessionID
 	}
-	a, err := scanApproval(s.pool.QueryRow(ctx, s.q(`
-		INSERT INTO choir_control.pending_approvals (session_id, agent_id, request_type, summary, payload)
-		VALUES ($1, $2, $3, $4, $5) RETURNING `+approvalColumns),
-		session, na.AgentID, na.RequestType, na.Summary, payload))
+	var a Approval
+	var err error
+	if na.ID == "" {
+		a, err = scanApproval(s.pool.QueryRow(ctx, s.q(`
+			INSERT INTO choir_control.pending_approvals (session_id, agent_id, request_type, summary, payload)
+			VALUES ($1, $2, $3, $4, $5) RETURNING `+approvalColumns),
+			session, na.AgentID, na.RequestType, na.Summary, payload))
+	} else {
+		a, err = scanApproval(s.pool.QueryRow(ctx, s.q(`
+			INSERT INTO choir_control.pending_approvals (id, session_id, agent_id, request_type, summary, payload)
+			VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (id) DO NOTHING RETURNING `+approvalColumns),
+			na.ID, session, na.AgentID, na.RequestType, na.Summary, payload))
+		if errors.Is(err, pgx.ErrNoRows) {
+			if a, err = s.GetApproval(ctx, na.ID); err != nil {
+				return Approval{}, fmt.Errorf("create approval %s: %w", na.ID, err)
+			}
+			return a, fmt.Errorf("create approval %s: it exists (%s): %w", na.ID, a.Status, ErrApprovalExists)
+		}
+	}
 	if code, _ := pgCode(err); code == "23503" {
 		return Approval{}, fmt.Errorf("create approval: agent %q or session %q: %w", na.AgentID, na.SessionID, ErrNotFound)
 	}

@@ -57,6 +57,7 @@ var (
 	ErrRevFork         = errors.New("revision fork")
 	ErrSnapshotAhead   = errors.New("snapshot revision is ahead of the event log")
 	ErrAlreadyResolved = errors.New("approval already resolved")
+	ErrApprovalExists  = errors.New("an approval with that id exists")
 )
 
 // Store is choird's connection to Postgres: a pool plus the names of the

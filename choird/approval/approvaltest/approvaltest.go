@@ -34,13 +34,19 @@ func NewStore(now func() time.Time) *Store {
 	return &Store{rows: map[string]approval.Approval{}, now: now}
 }
 
-// Create stores a pending request with a new UUID-shaped id.
+// Create stores a pending request with a new UUID-shaped id, or a.ID
+// when set; an id in use is ErrExists with the stored approval.
 func (s *Store) Create(ctx context.Context, a approval.Approval) (approval.Approval, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var b [16]byte
-	rand.Read(b[:])
-	a.ID = fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	if old, ok := s.rows[a.ID]; ok && a.ID != "" {
+		return old, fmt.Errorf("approval %s: %w", a.ID, approval.ErrExists)
+	}
+	if a.ID == "" {
+		var b [16]byte
+		rand.Read(b[:])
+		a.ID = fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+	}
 	a.Status = approval.Pending
 	a.CreatedAt = s.now().Add(time.Duration(s.seq) * time.Microsecond) // distinct, ordered
 	s.seq++

@@ -21,7 +21,7 @@ func New(s *store.Store) Store { return Store{S: s} }
 // Create inserts a pending row.
 func (p Store) Create(ctx context.Context, a approval.Approval) (approval.Approval, error) {
 	row, err := p.S.CreateApproval(ctx, store.NewApproval{
-		SessionID: a.SessionID, AgentID: a.AgentID, RequestType: a.RequestType, Summary: a.Summary, Payload: a.Payload,
+		ID: a.ID, SessionID: a.SessionID, AgentID: a.AgentID, RequestType: a.RequestType, Summary: a.Summary, Payload: a.Payload,
 	})
 	return from(row), mapErr(err)
 }
@@ -68,6 +68,8 @@ func mapErr(err error) error {
 		return both{err, approval.ErrAlreadyDecided}
 	case errors.Is(err, store.ErrNotFound):
 		return both{err, approval.ErrNotFound}
+	case errors.Is(err, store.ErrApprovalExists):
+		return both{err, approval.ErrExists}
 	}
 	return err
 }

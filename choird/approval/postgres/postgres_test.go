@@ -128,3 +128,28 @@ func TestServiceOverPostgres(t *testing.T) {
 		t.Errorf("request after its timeout = %+v; want rejected by timeout", got)
 	}
 }
+
+// TestRequestOnceOverPostgres: a request under a chosen id is stored once;
+// asking again returns the row as it stands.
+func TestRequestOnceOverPostgres(t *testing.T) {
+	st := openStore(t, "alpha")
+	ctx := t.Context()
+	rec := &told{}
+	svc := approval.New(approval.Config{Store: postgres.New(st), Notifier: rec, OnDecision: rec.onDecision})
+	defer svc.Close()
+	ask := approval.Approval{ID: "run-r-0123456789ab-abcdef012345", AgentID: "alpha", RequestType: "run_commit", Summary: "commit"}
+	a, created, err := svc.RequestOnce(ctx, ask)
+	if err != nil || !created || a.ID != ask.ID {
+		t.Fatalf("RequestOnce() = %+v, %v, %v; want created under its id", a, created, err)
+	}
+	if _, err := svc.Decide(ctx, a.ID, false, approval.Operator("choirctl")); err != nil {
+		t.Fatal(err)
+	}
+	again, created, err := svc.RequestOnce(ctx, ask)
+	if err != nil || created || again.Status != approval.Rejected || again.ResolvedBy != "choirctl" {
+		t.Errorf("RequestOnce() again = %+v, %v, %v; want the stored rejection", again, created, err)
+	}
+	if pending, _ := svc.List(ctx, ""); len(pending) != 0 {
+		t.Errorf("pending after the rejection = %+v; want none (no second row)", pending)
+	}
+}
