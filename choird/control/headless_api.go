@@ -248,7 +248,7 @@ func (p *Plane) registerHeadlessRoutes(mux *http.ServeMux) {
 		if err := decode(w, r, maxRunBody, "commit_request", &req); err != nil {
 			return nil, err
 		}
-		return appended(d.RequestCommit(r.Context(), r.PathValue("id"), headless.CommitRequest{Summary: req.Summary, Patch: req.Patch}, req.IdempotencyKey))
+		return appended(d.RequestCommit(r.Context(), r.PathValue("id"), headless.CommitRequest{Summary: req.Summary, Patch: req.Patch, Cites: req.Cites}, req.IdempotencyKey))
 	})
 	handle("POST", "/run/{id}/decision", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
 		var req ctl.RunDecision

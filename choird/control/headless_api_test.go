@@ -131,9 +131,15 @@ func TestHeadlessEndpoints(t *testing.T) {
 	if code, body := call(t, raw, "POST", "/run/"+run.ID+"/verify", `{"verifier":"go-test","passed":true,"summary":"1 passed","supports":["`+note.Receipt.Ref()+`"]}`, &att); code != 200 || att.Receipt.Kind != "VerifierResults" {
 		t.Fatalf("POST /run/{id}/verify = %d %s", code, body)
 	}
+	if code, body := call(t, raw, "POST", "/run/"+run.ID+"/commit_request", `{"summary":"fix, see sha256:0123abcd","patch":"`+strings.Repeat("b", 64)+`"}`, nil); code != 400 || !strings.Contains(body, "summary") || !strings.Contains(body, "sha256:0123abcd") {
+		t.Errorf("commit request whose summary cites a truncated pointer = %d %s; want 400 naming it", code, body)
+	}
 	var cr ctl.Appended
-	if code, body := call(t, raw, "POST", "/run/"+run.ID+"/commit_request", `{"summary":"fix","patch":"`+strings.Repeat("b", 64)+`"}`, &cr); code != 200 || cr.Receipt.Kind != "CommitRequest" {
+	if code, body := call(t, raw, "POST", "/run/"+run.ID+"/commit_request", `{"summary":"fix","patch":"`+strings.Repeat("b", 64)+`","cites":["`+note.Receipt.Ref()+`"]}`, &cr); code != 200 || cr.Receipt.Kind != "CommitRequest" {
 		t.Fatalf("POST /run/{id}/commit_request = %d %s", code, body)
+	}
+	if !strings.Contains(string(cr.Receipt.Body), `"cites":["`+note.Receipt.Ref()+`"]`) {
+		t.Errorf("CommitRequest receipt body = %s; want the cites it was given", cr.Receipt.Body)
 	}
 	var detail ctl.RunDetail
 	if code, body := call(t, raw, "GET", "/v1/run/"+run.ID, "", &detail); code != 200 || detail.Run.Status != "awaiting_approval" || !detail.Check.Ready || detail.Receipts != 4 {

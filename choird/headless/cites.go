@@ -3,6 +3,8 @@ package headless
 import (
 	"context"
 	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -55,4 +57,32 @@ func objectCites(body []byte) []string {
 		}
 	}
 	return nil
+}
+
+// pointerRE finds what is meant as an object pointer in a report's free
+// text: "sha256:" and at least 8 hex digits (a truncated or upper-case one
+// is then refused by checkCite rather than passed over as prose).
+var pointerRE = regexp.MustCompile(`sha256:[0-9A-Fa-f]{8,}`)
+
+// textPointers returns the object pointers text names, in order, once each.
+func textPointers(text string) []string {
+	var out []string
+	for _, p := range pointerRE.FindAllString(text, -1) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// reportCites returns the citations of a run's report: those listed, then
+// the object pointers its text names that are not listed already.
+func reportCites(listed []string, text string) []string {
+	out := slices.Clone(listed)
+	for _, p := range textPointers(text) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -167,18 +167,34 @@ func (a *Attestation) Check() error {
 }
 
 // CommitRequest asks the director to approve a run's patch (the body of a
-// CommitRequest receipt).
+// CommitRequest receipt). Its summary is the run's report; Cites are the
+// receipts and objects the report rests on: those given, then each object
+// pointer ("sha256:<hex>") the summary names (RequestCommit adds them), so
+// the receipt keeps every citation checked.
 type CommitRequest struct {
-	Summary string `json:"summary"`
-	Patch   string `json:"patch"` // SHA-256 of the diff, an object in the object store
+	Summary string   `json:"summary"`
+	Patch   string   `json:"patch"` // SHA-256 of the diff, an object in the object store
+	Cites   []string `json:"cites,omitempty"`
 }
 
-// Check validates a commit request.
+// Check validates a commit request: its citations' form here, the cited
+// objects' presence and content by the Director's CheckCites.
 func (c *CommitRequest) Check() error {
 	if err := text("summary", c.Summary, true, MaxSummary); err != nil {
 		return err
 	}
-	return checkSHA256("patch", c.Patch)
+	if err := checkSHA256("patch", c.Patch); err != nil {
+		return err
+	}
+	if err := list("cites", c.Cites, MaxListItems, checkCite); err != nil {
+		return err
+	}
+	for _, p := range textPointers(c.Summary) {
+		if err := checkCite("summary", p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Bodies of the lifecycle receipts.

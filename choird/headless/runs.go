@@ -181,9 +181,19 @@ func (d *Director) Attest(ctx context.Context, runID string, a Attestation, key 
 // RequestCommit records a request for the director's approval
 // (CommitRequest) and moves the run to awaiting_approval. The decision is
 // the director loop's: it calls CommitCheck, then DecideCommit.
+//
+// The request is the run's report: the object pointers its summary names
+// join its Cites, and each cited object must exist and still hash to its
+// name (CheckCites, as for notes), else the request is refused naming the
+// pointer and nothing is appended.
 func (d *Director) RequestCommit(ctx context.Context, runID string, c CommitRequest, key string) (Receipt, bool, error) {
 	if err := c.Check(); err != nil {
 		return Receipt{}, false, err
+	}
+	c.Cites = reportCites(c.Cites, c.Summary)
+	if len(c.Cites) > MaxListItems {
+		return Receipt{}, false, invalid("cites", "cite at most that many receipts and objects in the request and its summary together",
+			"the request and its summary cite %d receipts and objects, over the limit of %d", len(c.Cites), MaxListItems)
 	}
 	return d.append(ctx, step{what: "request a commit", runID: runID, kind: KindCommitRequest, body: c, objects: []string{c.Patch}, key: key,
 		allow: func(r Run) (RunStatus, WorkStatus, error) {

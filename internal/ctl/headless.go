@@ -193,11 +193,15 @@ type AttestationRequest struct {
 	IdempotencyKey string   `json:"idempotency_key,omitempty"`
 }
 
-// CommitRequestBody is POST /run/<id>/commit_request.
+// CommitRequestBody is POST /run/<id>/commit_request. Cites are the
+// receipts ("<run id>#<seq>") and objects ("sha256:<hex>") the summary
+// rests on; object pointers named in the summary are cited too, and a
+// cited object that is missing or changed refuses the request (400).
 type CommitRequestBody struct {
-	Summary        string `json:"summary"`
-	Patch          string `json:"patch"`
-	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	Summary        string   `json:"summary"`
+	Patch          string   `json:"patch"`
+	Cites          []string `json:"cites,omitempty"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
 }
 
 // RunDecision is POST /run/<id>/decision: a human's decision on a run

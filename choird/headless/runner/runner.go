@@ -522,7 +522,13 @@ func (r *Runner) commit(ctx context.Context, x *run) error {
 	}
 	if x.Status != headless.RunAwaitingApproval {
 		req := headless.CommitRequest{Summary: clip(cmp.Or(strings.TrimSpace(x.answer), "run "+x.ID), headless.MaxSummary), Patch: x.patch.Hash}
-		if _, _, err := r.Director.RequestCommit(ctx, x.ID, req, "commit-request:"+x.patch.Hash); err != nil {
+		_, _, err := r.Director.RequestCommit(ctx, x.ID, req, "commit-request:"+x.patch.Hash)
+		if errors.Is(err, headless.ErrInvalidInput) {
+			// The answer cites an object that is missing or changed, or
+			// a pointer that is not one: the report cannot stand.
+			return r.fail(ctx, x, headless.RunFailed, "its report was refused: "+err.Error())
+		}
+		if err != nil {
 			return fmt.Errorf("run %s: %w", x.ID, err)
 		}
 		x.Status = headless.RunAwaitingApproval
