@@ -31,7 +31,8 @@
 //     in the wait fire once when it ends; events in the wait are held (one
 //     per event id) and fire when it ends. Backoff lives in memory: after a
 //     restart the director restores it by replaying Report for the recent
-//     runs of each schedule, from their receipts.
+//     runs of each schedule, found by their triggers (ScheduleOf) and read
+//     from their receipts; Report counts each run once (Result.Run).
 //   - Time: the Scheduler reads time only from Options.Now, so tests drive
 //     it with a fake clock.
 package sched
@@ -39,6 +40,7 @@ package sched
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"choir/choird/headless/mood"
@@ -158,7 +160,9 @@ type Request struct {
 	Query    *Query
 	Mood     mood.Mood
 	// Trigger says what fired, for the RunStarted receipt:
-	// "cron <expr> at <slot>" or "event <kind> <id>".
+	// "cron <expr> at <slot> (schedule <id>)" or "event <kind> <id>
+	// (schedule <id>)", at most MaxTrigger bytes; ScheduleOf reads the
+	// schedule back.
 	Trigger string
 	// At is the cron slot or the event's time.
 	At time.Time
@@ -167,6 +171,39 @@ type Request struct {
 	Missed int
 	// Event is the event that fired, nil for cron.
 	Event *Event
+}
+
+// MaxTrigger bounds a Request's Trigger, so a run's trigger keeps the
+// schedule's name whole.
+const MaxTrigger = 200
+
+// trigger is what fired, ending with the schedule that fired it: a run's
+// trigger names its schedule, so the director can report the run's end
+// to it after a restart (backoff) from the receipts alone.
+func trigger(schedule, what string) string {
+	tail := " (schedule " + schedule + ")"
+	if n := MaxTrigger - len(tail); len(what) > n {
+		what = what[:max(n, 0)]
+	}
+	return what + tail
+}
+
+// ScheduleOf returns the schedule named at the end of a run's trigger
+// (Request.Trigger), false for a run no schedule started.
+func ScheduleOf(trigger string) (string, bool) {
+	rest, ok := strings.CutSuffix(trigger, ")")
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndex(rest, " (schedule ")
+	if i < 0 {
+		return "", false
+	}
+	id := rest[i+len(" (schedule "):]
+	if !config.NamePattern.MatchString(id) {
+		return "", false
+	}
+	return id, true
 }
 
 // Fire is one claimed trigger, as the Store keeps it.

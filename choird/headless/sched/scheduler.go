@@ -50,6 +50,11 @@ type Result struct {
 	Signature string
 	// At is when it ended; zero means Options.Now().
 	At time.Time
+	// Run is the run's id. Report counts a run once: a result for the run
+	// counted last, or one that ended before it, changes nothing (the
+	// director replays the receipts at its start and may then report a run
+	// it has counted already).
+	Run string
 }
 
 // Options tune a Scheduler; zero fields take defaults.
@@ -79,6 +84,8 @@ type state struct {
 	sig     string    // their signature
 	until   time.Time // backoff end
 	pending []Event   // events held by the backoff
+	last    time.Time // when the newest reported run ended
+	lastRun string    // its id
 }
 
 func skey(agent, id string) string { return agent + "/" + id }
@@ -158,7 +165,7 @@ func (s *Scheduler) Tick(ctx context.Context) ([]Request, error) {
 		}
 		slot, missed := s.latestSlot(st, now)
 		r := Request{Agent: st.Agent, Schedule: st.ID, Key: FireKey(slot, nil), WorkItem: st.WorkItem, Query: st.Query,
-			Mood: st.Mood, Trigger: fmt.Sprintf("cron %s at %s", st.Cron, slot.UTC().Format(time.RFC3339)), At: slot, Missed: missed}
+			Mood: st.Mood, Trigger: trigger(st.ID, fmt.Sprintf("cron %s at %s", st.Cron, slot.UTC().Format(time.RFC3339))), At: slot, Missed: missed}
 		ok, err := s.store.ClaimFire(ctx, Fire{Agent: st.Agent, Schedule: st.ID, Key: r.Key, Cron: true, At: slot})
 		if err != nil {
 			errs = append(errs, fmt.Errorf("schedule %s of agent %s: claim %s: %w", st.ID, st.Agent, r.Key, err))
@@ -251,7 +258,7 @@ func heldAlready(held []Event, id string) bool {
 func (s *Scheduler) fireEvent(ctx context.Context, st *state, ev *Event) (Request, bool, error) {
 	e := *ev
 	r := Request{Agent: st.Agent, Schedule: st.ID, Key: FireKey(time.Time{}, &e), WorkItem: e.WorkItem, Mood: st.Mood,
-		Trigger: fmt.Sprintf("event %s %s", e.Kind, e.ID), At: e.At, Event: &e}
+		Trigger: trigger(st.ID, fmt.Sprintf("event %s %s", e.Kind, e.ID)), At: e.At, Event: &e}
 	ok, err := s.store.ClaimFire(ctx, Fire{Agent: st.Agent, Schedule: st.ID, Key: r.Key, At: e.At})
 	if err != nil {
 		return Request{}, false, fmt.Errorf("schedule %s of agent %s: claim %s: %w", st.ID, st.Agent, r.Key, err)
@@ -271,6 +278,10 @@ func (s *Scheduler) Report(r Request, res Result) {
 	if at.IsZero() {
 		at = s.opt.Now()
 	}
+	if res.Run != "" && (res.Run == st.lastRun || at.Before(st.last)) {
+		return // counted already, or older than what was
+	}
+	st.last, st.lastRun = at, res.Run
 	switch {
 	case !res.Failed:
 		st.fails, st.sig, st.until = 0, "", time.Time{}
@@ -321,4 +332,15 @@ func (s *Scheduler) NextWake() time.Time {
 		}
 	}
 	return wake
+}
+
+// Schedules returns the schedules, sorted as given to New.
+func (s *Scheduler) Schedules() []Schedule {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Schedule, len(s.scheds))
+	for i, st := range s.scheds {
+		out[i] = st.Schedule
+	}
+	return out
 }

@@ -366,3 +366,45 @@ func TestFromConfig(t *testing.T) {
 		t.Errorf("FromConfig(bad cron) = %v; want an error at its path", err)
 	}
 }
+
+// A request's trigger ends with its schedule, which ScheduleOf reads back
+// (a run's trigger is all the director has of it after a restart).
+func TestTriggerNamesTheSchedule(t *testing.T) {
+	ctx := context.Background()
+	c := &clock{t: at("2026-01-01 02:00")}
+	onFail := Schedule{Agent: "a", ID: "on-fail", On: RunFailed, Mood: mood.Skeptical}
+	s := start(t, newMem(), c, nightly(), onFail)
+	c.Set(at("2026-01-02 03:00"))
+	reqs := tick(t, s)
+	evs, err := s.Event(ctx, Event{ID: "run-failed:" + strings.Repeat("x", 300), Kind: RunFailed, Agent: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range append(reqs, evs...) {
+		if got, ok := ScheduleOf(r.Trigger); !ok || got != r.Schedule || len(r.Trigger) > MaxTrigger {
+			t.Errorf("ScheduleOf(%q) = %q, %t; want %q within %d bytes", r.Trigger, got, ok, r.Schedule, MaxTrigger)
+		}
+	}
+	for _, trig := range []string{"manual", "", "cron x (schedule )", "event (schedule Bad Name)", "(schedule a) more"} {
+		if got, ok := ScheduleOf(trig); ok {
+			t.Errorf("ScheduleOf(%q) = %q; want no schedule", trig, got)
+		}
+	}
+}
+
+// Report counts a run once: the same run again, or a run that ended
+// before the last one counted, changes nothing (the director replays
+// receipts after a restart).
+func TestReportCountsARunOnce(t *testing.T) {
+	c := &clock{t: at("2026-01-01 00:00")}
+	onReady := Schedule{Agent: "a", ID: "on-ready", On: WorkItemReady, Mood: mood.Calm}
+	s := start(t, newMem(), c, onReady)
+	req := Request{Agent: "a", Schedule: "on-ready"}
+	s.Report(req, Result{Failed: true, Signature: "sig-a", At: at("2026-01-01 00:01"), Run: "r-1"})
+	s.Report(req, Result{Failed: true, Signature: "sig-a", At: at("2026-01-01 00:02"), Run: "r-2"})
+	s.Report(req, Result{Failed: true, Signature: "sig-a", At: at("2026-01-01 00:02"), Run: "r-2"}) // again
+	s.Report(req, Result{Failed: true, Signature: "sig-a", At: at("2026-01-01 00:01"), Run: "r-1"}) // older
+	if until, n := s.BackedOff("a", "on-ready"); n != 2 || !until.Equal(at("2026-01-01 00:03")) {
+		t.Errorf("BackedOff = %s, %d; want 00:03 (Base) after 2 failures", until, n)
+	}
+}
