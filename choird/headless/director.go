@@ -1,6 +1,7 @@
 package headless
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -438,6 +439,13 @@ func (d *Director) StartRun(ctx context.Context, n NewRun) (Run, error) {
 func (d *Director) startRun(ctx context.Context, n NewRun) (Run, error) {
 	if err := n.Check(); err != nil {
 		return Run{}, err
+	}
+	if n.Mood == "" {
+		m, err := d.NextMood(ctx, n.WorkItem)
+		if err != nil {
+			return Run{}, fmt.Errorf("start a run of work item %s: its next mood: %w", n.WorkItem, err)
+		}
+		n.Mood = cmp.Or(m, "CALM")
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()

@@ -224,7 +224,7 @@ func (u WorkItemUpdate) apply(item WorkItem) (WorkItem, error) {
 // NewRun is what a caller gives to create a run from a work item.
 type NewRun struct {
 	WorkItem string  `json:"work_item"`
-	Mood     string  `json:"mood"`    // default CALM
+	Mood     string  `json:"mood"`    // "": the mood the guards chose (Director.NextMood), else CALM
 	Trigger  string  `json:"trigger"` // what asked for it: "manual", "cron:<name>", "ready:<work item>"
 	Budgets  Budgets `json:"budgets"`
 }
@@ -234,10 +234,7 @@ func (n *NewRun) Check() error {
 	if err := checkWorkRef("work_item", n.WorkItem); err != nil {
 		return err
 	}
-	if n.Mood == "" {
-		n.Mood = "CALM"
-	}
-	if !moodRE.MatchString(n.Mood) {
+	if n.Mood != "" && !moodRE.MatchString(n.Mood) {
 		return invalid("mood", "use a mood name in capitals, such as CALM or SKEPTICAL", "mood %q is not a mood name", n.Mood)
 	}
 	if n.Trigger == "" {
