@@ -26,6 +26,11 @@ const (
 	UnexpectedNetwork AnomalyKind = "unexpected_network"
 	// BudgetExhausted: the newest run used up a budget without progress.
 	BudgetExhausted AnomalyKind = "budget_exhausted_without_progress"
+	// Regression: a verifier that passed on the run's base commit fails
+	// on its patch (Anomaly.Verifiers; Facts.Regressed). The director
+	// finds it from the receipts (choird/headless/runner/regress.go), not
+	// Detect: it is a trigger of seed 002 §2.5 and a guard of §4.
+	Regression AnomalyKind = "verifier_regressed"
 )
 
 // Anomaly is one detected trigger: logged as an Anomaly receipt, reported
@@ -42,6 +47,8 @@ type Anomaly struct {
 	// attempts (UnexpectedNetwork); 1 for BudgetExhausted.
 	Count  int    `json:"count"`
 	Detail string `json:"detail"`
+	// Verifiers are the verifiers that regressed (Regression).
+	Verifiers []string `json:"verifiers,omitempty"`
 }
 
 // RunRecord is what the detectors need of one ended run; the director

@@ -57,6 +57,10 @@ type Facts struct {
 	// Privilege is what the run is about to do: Commit, Publish, Export,
 	// or "" for nothing privileged.
 	Privilege string
+	// Touches are the privileged things the action reaches (evidence of
+	// the privilege guards), such as the DOCTRINE or CI files a commit
+	// changes.
+	Touches []string
 	// Risk is the work item's risk tier ("low", "medium", "high").
 	Risk string
 	// CrashRecovery: choird restarted with a run of this work half done,
@@ -106,6 +110,14 @@ func anomaly(kind AnomalyKind) func(f Facts, th Thresholds) ([]string, bool) {
 	}
 }
 
+func touches(f Facts) []string {
+	ev := make([]string, 0, len(f.Touches))
+	for _, t := range f.Touches {
+		ev = append(ev, "touches "+t)
+	}
+	return ev
+}
+
 // guards is the guard table, most severe first.
 var guards = []rule{
 	{GuardCrashRecovery,
@@ -124,12 +136,12 @@ var guards = []rule{
 		always(Paranoid), "the work comes near credentials, CI, deployment or choir's own config: harden before going on"},
 	{GuardPrivilegeHighRisk,
 		func(f Facts, _ Thresholds) ([]string, bool) {
-			return []string{"about to " + f.Privilege, "risk " + f.Risk}, f.Privilege != "" && f.Risk == "high"
+			return append([]string{"about to " + f.Privilege, "risk " + f.Risk}, touches(f)...), f.Privilege != "" && f.Risk == "high"
 		},
 		always(Deferential), "a high-risk work item is about to take a privileged action: a human decides"},
 	{GuardPrivilege,
 		func(f Facts, _ Thresholds) ([]string, bool) {
-			return []string{"about to " + f.Privilege}, f.Privilege != ""
+			return append([]string{"about to " + f.Privilege}, touches(f)...), f.Privilege != ""
 		},
 		always(Skeptical), "a privileged action is near: verify before it"},
 	{GuardRegression,

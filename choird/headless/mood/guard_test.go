@@ -27,6 +27,7 @@ func TestDecide(t *testing.T) {
 		{"commit of high risk", Facts{Current: Calm, Privilege: Commit, Risk: "high"}, Deferential, GuardPrivilegeHighRisk, "risk high"},
 		{"commit", Facts{Current: Calm, Privilege: Commit, Risk: "low"}, Skeptical, GuardPrivilege, "about to commit"},
 		{"export", Facts{Current: Curious, Privilege: Export}, Skeptical, GuardPrivilege, "about to export"},
+		{"commit touching DOCTRINE", Facts{Current: Calm, Privilege: Commit, Touches: []string{"DOCTRINE: RULES.md"}}, Skeptical, GuardPrivilege, "touches DOCTRINE: RULES.md"},
 		{"regression", Facts{Current: Calm, Regressed: []string{"go-test"}}, Skeptical, GuardRegression, "verifier go-test regressed"},
 		{"repeated failure", Facts{Current: Calm, Anomalies: []Anomaly{{Kind: RepeatedFailure, Runs: []string{"r-1", "r-2", "r-3"}, Signature: "sig-ab"}}}, Curious, GuardRepeatedFailure, "signature sig-ab"},
 		{"budget", Facts{Current: Calm, Anomalies: []Anomaly{an(BudgetExhausted, "r-9")}}, Deferential, GuardBudget, "run r-9"},

@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -30,6 +29,7 @@ func (r *Runner) Loop(ctx context.Context, max int, s *sched.Scheduler) {
 		if err := s.Start(ctx); err != nil {
 			r.log().Warn("schedules not started", "error", err)
 		}
+		r.restoreBackoff(ctx, s) // report.go
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -39,6 +39,7 @@ func (r *Runner) Loop(ctx context.Context, max int, s *sched.Scheduler) {
 		if s != nil {
 			r.schedule(ctx, s)
 		}
+		r.reportEnded(ctx, s) // report.go: the runs that ended since the last pass
 		r.settleDecided(ctx, &wg)
 		queued, err := r.queued(ctx)
 		if err != nil && ctx.Err() == nil {
@@ -57,9 +58,6 @@ func (r *Runner) Loop(ctx context.Context, max int, s *sched.Scheduler) {
 				defer wg.Done()
 				if err := r.Perform(ctx, id); err != nil && !errors.Is(err, ErrBusy) && ctx.Err() == nil {
 					r.log().Warn("headless run not performed", "run", id, "error", err)
-				}
-				if s != nil {
-					r.reportTo(context.WithoutCancel(ctx), s, id)
 				}
 				ended <- id
 			}()
@@ -133,7 +131,7 @@ func (r *Runner) settleDecided(ctx context.Context, wg *sync.WaitGroup) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.resume(ctx, hr.ID, map[string]bool{}); err != nil && ctx.Err() == nil {
+			if err := r.resume(ctx, hr.ID, map[string]bool{}, false); err != nil && ctx.Err() == nil {
 				r.log().Warn("decided run not settled", "run", hr.ID, "error", err)
 			}
 		}()
@@ -179,12 +177,6 @@ func (r *Runner) enqueue(ctx context.Context, reqs []sched.Request) {
 			r.log().Info("scheduled run not queued", "agent_id", req.Agent, "schedule", req.Schedule, "fire", req.Key, "reason", err)
 			continue
 		}
-		r.mu.Lock()
-		if r.requests == nil {
-			r.requests = map[string]sched.Request{}
-		}
-		r.requests[id] = req
-		r.mu.Unlock()
 		r.log().Info("scheduled run queued", "agent_id", req.Agent, "schedule", req.Schedule, "run", id, "trigger", req.Trigger)
 		r.Kick()
 	}
@@ -211,7 +203,7 @@ func (r *Runner) enqueueOne(ctx context.Context, req sched.Request) (string, err
 	if err != nil {
 		return "", err
 	}
-	run, err := r.Director.StartRun(ctx, headless.NewRun{WorkItem: item, Mood: string(m), Trigger: clip(req.Trigger, 200)})
+	run, err := r.Director.StartRun(ctx, headless.NewRun{WorkItem: item, Mood: string(m), Trigger: clip(req.Trigger, sched.MaxTrigger)})
 	if err != nil {
 		return "", err
 	}
@@ -223,47 +215,6 @@ func queryMatches(q *sched.Query, it headless.WorkItem) bool {
 		return false
 	}
 	return q.Parent == "" || q.Parent == it.Parent
-}
-
-// reportTo tells the scheduler how a scheduled run ended (for its
-// backoff), and fires the run_failed event.
-func (r *Runner) reportTo(ctx context.Context, s *sched.Scheduler, runID string) {
-	hr, err := r.Director.Run(ctx, runID)
-	if err != nil || !hr.Status.Ended() {
-		return
-	}
-	r.mu.Lock()
-	req, scheduled := r.requests[runID]
-	delete(r.requests, runID)
-	r.mu.Unlock()
-	failed := hr.Status != headless.RunCommitted
-	sig := ""
-	if failed {
-		if rs, err := r.Director.Receipts(ctx, runID, 0); err == nil {
-			sig = recordOf(hr, nil, rs).Failure
-		}
-	}
-	if scheduled {
-		s.Report(req, sched.Result{Failed: failed, Signature: sig, At: hr.Ended})
-	}
-	switch {
-	case failed:
-		it, _ := r.Director.WorkItem(ctx, hr.WorkItem)
-		r.Event(ctx, s, sched.Event{ID: "run-failed:" + runID, Kind: sched.RunFailed, Agent: hr.Agent, WorkItem: hr.WorkItem,
-			Risk: string(it.Risk), Parent: it.Parent, Run: runID, At: hr.Ended})
-	default:
-		// Work items waiting on this one may be ready now.
-		items, err := r.Director.WorkItems(ctx, headless.WorkFilter{Agent: hr.Agent, Status: headless.WorkReady})
-		if err != nil {
-			return
-		}
-		for _, it := range items {
-			if slices.Contains(it.DependsOn, hr.WorkItem) {
-				r.Event(ctx, s, sched.Event{ID: fmt.Sprintf("ready:%s:%s", it.ID, runID), Kind: sched.WorkItemReady, Agent: it.Agent,
-					WorkItem: it.ID, Risk: string(it.Risk), Parent: it.Parent, At: hr.Ended})
-			}
-		}
-	}
 }
 
 // DefaultMood is the mood of a run nothing else chose a mood for.

@@ -39,7 +39,7 @@ func (r *Runner) Recover(ctx context.Context) error {
 		if r.Active(hr.ID) {
 			continue
 		}
-		if err := r.resume(ctx, hr.ID, repos); err != nil {
+		if err := r.resume(ctx, hr.ID, repos, true); err != nil {
 			r.log().Warn("headless run not recovered", "run", hr.ID, "error", err)
 			first = cmpErr(first, err)
 		}
@@ -77,8 +77,11 @@ func cmpErr(a, b error) error {
 	return b
 }
 
-// resume settles one run left half done.
-func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool) error {
+// resume settles one run left half done: by a choird that died under it
+// (crashed, from Recover), or waiting on a human's decision (from the
+// loop). A crashed run's end moves the work item's next run to CONTRITE
+// (mood.Facts.CrashRecovery, beforeEnd).
+func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool, crashed bool) error {
 	if !r.claim(runID) {
 		return nil
 	}
@@ -88,6 +91,7 @@ func (r *Runner) resume(ctx context.Context, runID string, repos map[string]bool
 	if err != nil && !gone {
 		return err
 	}
+	x.crashed = crashed
 	rs, err := r.Director.Receipts(ctx, runID, 0)
 	if err != nil {
 		return err

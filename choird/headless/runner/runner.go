@@ -30,7 +30,6 @@ import (
 	"choir/choird/headless"
 	"choir/choird/headless/mood"
 	"choir/choird/headless/objects"
-	"choir/choird/headless/sched"
 	"choir/choird/headless/verify"
 	"choir/choird/headless/worktree"
 	"choir/internal/rpc"
@@ -119,10 +118,10 @@ type Runner struct {
 	// PackTokens is the context pack's budget (0: DefaultPackTokens).
 	PackTokens int
 
-	mu       sync.Mutex
-	active   map[string]bool          // run ids being performed by this runner
-	kick     chan struct{}            // wakes the loop
-	requests map[string]sched.Request // the schedule's request of a queued run
+	mu     sync.Mutex
+	active map[string]bool // run ids being performed by this runner
+	kick   chan struct{}   // wakes the loop
+	ended  map[string]bool // runs ended since the loop last reported them (report.go)
 }
 
 // ErrBusy is returned by Perform for a run another call is performing.
@@ -179,6 +178,11 @@ type run struct {
 	// before the agent worked in it (headless.ReadDocTiers).
 	tiers    headless.DocTiers
 	tiersErr error
+	// answered: the agent answered the objective (not with an error).
+	answered bool
+	// crashed: Recover settles the run, left half done by a choird that
+	// died under it (mood.Facts.CrashRecovery).
+	crashed bool
 }
 
 // Perform takes the queued run runID to its end: committed, or failed with
@@ -248,9 +252,12 @@ func (r *Runner) load(ctx context.Context, runID string) (*run, error) {
 func (r *Runner) fail(ctx context.Context, x *run, status headless.RunStatus, reason string) error {
 	anomalies := r.beforeEnd(ctx, x, status, reason)
 	r.discard(ctx, x)
-	rec, _, err := r.Director.EndRun(ctx, x.ID, status, clip(reason, headless.MaxReason), "end")
+	rec, fresh, err := r.Director.EndRun(ctx, x.ID, status, clip(reason, headless.MaxReason), "end")
 	if err != nil {
 		return fmt.Errorf("end run %s (%s): %w", x.ID, reason, err)
+	}
+	if fresh {
+		r.markEnded(x.ID)
 	}
 	r.log().Info("run ended", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem, "status", status, "reason", reason)
 	r.report(x, fmt.Sprintf("Run %s of %s %s: %s. Nothing was committed.%s Receipts: %s (choirctl run receipts %s).",
@@ -360,7 +367,7 @@ func (r *Runner) work(ctx context.Context, x *run) (done bool, err error) {
 	if out.ErrorReply {
 		return true, r.fail(ctx, x, headless.RunFailed, "the agent answered with an error: "+clip(out.Answer, 300))
 	}
-	x.answer = out.Answer
+	x.answer, x.answered = out.Answer, true
 	return r.recordPatch(ctx, x)
 }
 
@@ -580,9 +587,12 @@ func (r *Runner) carryOut(ctx context.Context, x *run, decision headless.Receipt
 		return r.fail(ctx, x, headless.RunFailed, "the commit failed: "+err.Error())
 	}
 	anomalies := r.beforeEnd(ctx, x, headless.RunCommitted, "")
-	rec, _, err := r.Director.RecordCommit(ctx, x.ID, res.Commit, "commit")
+	rec, fresh, err := r.Director.RecordCommit(ctx, x.ID, res.Commit, "commit")
 	if err != nil {
 		return fmt.Errorf("run %s: record commit %s: %w", x.ID, res.Commit, err)
+	}
+	if fresh {
+		r.markEnded(x.ID)
 	}
 	r.discard(ctx, x)
 	r.log().Info("run committed", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem, "commit", res.Commit, "target", res.Target, "resumed", res.Resumed)
@@ -612,8 +622,8 @@ func commitMessage(x *run) string {
 func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatus, reason string) (told string) {
 	committed := status == headless.RunCommitted
 	history, prior, err := r.history(ctx, x.WorkItem, x.ID)
+	var rs []headless.Receipt
 	if err == nil {
-		var rs []headless.Receipt
 		if rs, err = r.Director.Receipts(ctx, x.ID, 0); err == nil {
 			cur := x.Run
 			cur.Status = status
@@ -630,6 +640,12 @@ func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatu
 		return ""
 	}
 	anomalies := mood.Detect(history, r.Thresholds)
+	var regressed []string
+	if a, ok, err := r.regression(ctx, x.Agent, rs); err != nil { // regress.go
+		r.log().Warn("verifier regression not looked for", "run", x.ID, "error", err)
+	} else if ok {
+		anomalies, regressed = append(anomalies, a), a.Verifiers
+	}
 	var details []string
 	for _, a := range anomalies {
 		r.log().Warn("headless anomaly", "run", x.ID, "agent_id", x.Agent, "kind", a.Kind, "detail", a.Detail)
@@ -641,8 +657,12 @@ func (r *Runner) beforeEnd(ctx context.Context, x *run, status headless.RunStatu
 	if len(details) > 0 {
 		told = " Anomaly: " + strings.Join(details, "; ") + "."
 	}
-	f := mood.Facts{Current: x.profile.Mood, Anomalies: anomalies, Risk: string(x.item.Risk), Passed: committed && len(anomalies) == 0}
-	r.guardFacts(ctx, x, &f, history) // guards.go: hyperthesis magnitude, privilege proximity
+	// A mood that may not write the workspace does its work in its answer
+	// (CONTRITE, SKEPTICAL, ...): answering is how it passes.
+	passed := committed || (!x.profile.WorkspaceWritable && x.answered)
+	f := mood.Facts{Current: x.profile.Mood, Anomalies: anomalies, Regressed: regressed, Risk: string(x.item.Risk),
+		Passed: passed && len(anomalies) == 0, CrashRecovery: x.crashed}
+	r.guardFacts(ctx, x, &f, history, rs) // guards.go: hyperthesis magnitude, privilege proximity
 	t, ok := mood.Decide(f, r.Thresholds)
 	if !ok {
 		return told
@@ -741,28 +761,13 @@ func stateHash(s headless.State) string {
 }
 
 // NextMood is the mood a work item's next run should start in: the last
-// MoodTransition recorded on its runs, else def.
+// MoodTransition recorded on its runs (Director.NextMood), else def.
 func (r *Runner) NextMood(ctx context.Context, workItem string, def mood.Mood) (mood.Mood, error) {
-	runs, err := r.Director.Runs(ctx, "", workItem) // newest first
-	if err != nil {
+	m, err := r.Director.NextMood(ctx, workItem)
+	if err != nil || m == "" {
 		return def, err
 	}
-	for _, hr := range runs {
-		rs, err := r.Director.Receipts(ctx, hr.ID, 0)
-		if err != nil {
-			return def, err
-		}
-		for i := len(rs) - 1; i >= 0; i-- {
-			if rs[i].Kind != headless.KindMoodTransition {
-				continue
-			}
-			var t mood.Transition
-			if json.Unmarshal(rs[i].Body, &t) == nil && t.To != "" {
-				return t.To, nil
-			}
-		}
-	}
-	return def, nil
+	return mood.Mood(m), nil
 }
 
 func short(h string) string { return h[:min(12, len(h))] }

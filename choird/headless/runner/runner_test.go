@@ -74,6 +74,10 @@ func (a *agentSession) Perform(ctx context.Context, t Task) (Outcome, error) {
 	if a.errorReply {
 		return Outcome{Status: Answered, Answer: "the model failed: 500", ErrorReply: true}, nil
 	}
+	if t.Worktree == "" {
+		// A mood without the workspace (CONTRITE, ...): nothing to write.
+		return Outcome{SessionID: "s-" + t.RunID, Status: Answered, Answer: "nothing to change from here"}, nil
+	}
 	body := a.writes[0]
 	a.writes = a.writes[1:]
 	if err := os.WriteFile(filepath.Join(t.Worktree, "answer.txt"), []byte(body), 0o644); err != nil {

@@ -31,6 +31,7 @@ func (r *Runner) actOnSplit(ctx context.Context, x *run) (done bool, err error) 
 	// work graph changed), not a failure of the run.
 	r.discard(ctx, x) // nothing of this run's worktree will be committed
 	dec, _, err := r.Director.ActOnSplit(ctx, x.ID, max)
+	r.markEnded(x.ID) // ActOnSplit ends the run (reportEnded reads whether it did)
 	if err != nil {
 		return true, fmt.Errorf("run %s: act on its split request: %w", x.ID, err)
 	}
