@@ -90,8 +90,10 @@ func runStartCmd(ctx context.Context, e *env, args []string) error {
 		"worktree of the agent's workspace, the agent's run session in the mood's\n"+
 		"profile, the work item's verifiers in containers of their own, and a\n"+
 		"commit only of what passed. A work item has at most one run that has not\n"+
-		"ended. Follow it with choirctl run show|receipts <id>.")
-	mood := fs.String("mood", "CALM", "the run's mood (CALM, CURIOUS, SKEPTICAL, PARANOID, CONTRITE, ...)")
+		"ended. Without --mood the run starts in the mood the guards chose for the\n"+
+		"work item's next run (after a regression, a crash, repeated failures...),\n"+
+		"CALM when they chose none. Follow it with choirctl run show|receipts <id>.")
+	mood := fs.String("mood", "", "the run's mood (CALM, CURIOUS, SKEPTICAL, PARANOID, CONTRITE, ...; default: the one the guards chose, else CALM)")
 	trigger := fs.String("trigger", "manual", "what asked for the run, recorded with it")
 	tokens := fs.Int64("tokens", 0, "token budget (0: the mood's default)")
 	wall := fs.Duration("wall", 0, "wall-clock budget, e.g. 20m (0: the mood's default)")
@@ -114,7 +116,11 @@ func runStartCmd(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e, r)
 	}
-	fmt.Fprintf(e.stdout, "%s queued for %s (%s, %s); follow it with choirctl run show %s\n", r.ID, r.WorkItem, r.Agent, r.Mood, r.ID)
+	chosen := ""
+	if *mood == "" {
+		chosen = " by the work item's mood guards"
+	}
+	fmt.Fprintf(e.stdout, "%s queued for %s (%s, %s%s); follow it with choirctl run show %s\n", r.ID, r.WorkItem, r.Agent, r.Mood, chosen, r.ID)
 	return nil
 }
 
