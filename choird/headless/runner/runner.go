@@ -117,11 +117,22 @@ type Runner struct {
 	Evidence func(ctx context.Context, agent, query string, limit int) ([]headless.Pointer, error)
 	// PackTokens is the context pack's budget (0: DefaultPackTokens).
 	PackTokens int
+	// Approvals asks a human to decide a run that waits for one (nil:
+	// the DM is told to use choirctl run approve).
+	Approvals Approvals
 
 	mu     sync.Mutex
 	active map[string]bool // run ids being performed by this runner
 	kick   chan struct{}   // wakes the loop
 	ended  map[string]bool // runs ended since the loop last reported them (report.go)
+}
+
+// Approvals asks a human to decide the commit of a run that waits for
+// one, through choird's approval pipeline (choird/headless/signoff). The
+// decision comes back as the run's CommitDecision, which the loop
+// settles.
+type Approvals interface {
+	Await(ctx context.Context, runID string) error
 }
 
 // ErrBusy is returned by Perform for a run another call is performing.
@@ -550,6 +561,13 @@ func (r *Runner) commit(ctx context.Context, x *run) error {
 			why = strings.Join(check.Gates, "; ")
 		}
 		r.log().Info("run waits for a human's approval", "run", x.ID, "agent_id", x.Agent, "work_item", x.WorkItem)
+		if r.Approvals != nil {
+			err := r.Approvals.Await(ctx, x.ID)
+			if err == nil {
+				return nil
+			}
+			r.log().Warn("run's approval not asked for; the DM is told to use choirctl", "run", x.ID, "error", err)
+		}
 		r.report(x, fmt.Sprintf("Run %s of %s (%s) passed its verifiers and waits for your decision: choirctl run approve %s, or reject it.", x.ID, x.WorkItem, why, x.ID))
 		return nil
 	}
