@@ -139,7 +139,8 @@ type request struct {
 	query       url.Values
 	body        io.Reader
 	contentType string
-	unversioned bool // /_ping and /version are served without /v1.xx
+	header      http.Header // extra headers, e.g. X-Registry-Auth
+	unversioned bool        // /_ping and /version are served without /v1.xx
 }
 
 // send performs r. A status below 400 returns the open response, whose body
@@ -160,6 +161,11 @@ func (c *Client) send(ctx context.Context, r request) (*http.Response, error) {
 	}
 	if r.contentType != "" {
 		req.Header.Set("Content-Type", r.contentType)
+	}
+	for k, vs := range r.header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
 	}
 	req.Header.Set("User-Agent", "choir")
 	resp, err := c.hc.Do(req)
@@ -223,16 +229,28 @@ func boolString(b bool) string {
 // empty or would change the endpoint ("a/../b"). A leading "/" (as in the
 // Names of a container list) is dropped.
 func containerPath(id, suffix string) (string, error) {
-	id = strings.TrimPrefix(id, "/")
-	if id == "" || strings.ContainsAny(id, "/?#") {
-		return "", fmt.Errorf("docker: invalid container name or ID %q", id)
+	return objectPath("containers", strings.TrimPrefix(id, "/"), suffix)
+}
+
+// objectPath builds /{kind}/{id}{suffix} for a Swarm object (a node,
+// service, task or secret) or a container, refusing an id that is empty or
+// would change the endpoint.
+func objectPath(kind, id, suffix string) (string, error) {
+	if id == "" || strings.ContainsAny(id, "/?#") || id == "." || id == ".." {
+		return "", fmt.Errorf("docker: invalid %s name or ID %q", strings.TrimSuffix(kind, "s"), id)
 	}
-	return "/containers/" + id + suffix, nil
+	return "/" + kind + "/" + id + suffix, nil
 }
 
 // imagePath builds /images/{ref}{suffix}. An image reference may contain
 // "/" (registry/namespace/name), but no empty, "." or ".." segment.
 func imagePath(ref, suffix string) (string, error) {
+	return refPath("/images/", ref, suffix)
+}
+
+// refPath builds prefix+ref+suffix for an image reference, refusing one
+// with an empty, "." or ".." segment or a query.
+func refPath(prefix, ref, suffix string) (string, error) {
 	if ref == "" || strings.ContainsAny(ref, "?#") {
 		return "", fmt.Errorf("docker: invalid image reference %q", ref)
 	}
@@ -241,5 +259,5 @@ func imagePath(ref, suffix string) (string, error) {
 			return "", fmt.Errorf("docker: invalid image reference %q", ref)
 		}
 	}
-	return "/images/" + ref + suffix, nil
+	return prefix + ref + suffix, nil
 }

@@ -56,6 +56,11 @@ func IsConflict(err error) bool { return hasStatus(err, http.StatusConflict) }
 // (HTTP 400): a Dockerfile parse error, an invalid mount.
 func IsBadRequest(err error) bool { return hasStatus(err, http.StatusBadRequest) }
 
+// IsUnavailable reports whether the engine cannot serve the call in its
+// present state (HTTP 503): a Swarm call to an engine that is in no swarm,
+// or is a worker rather than a manager.
+func IsUnavailable(err error) bool { return hasStatus(err, http.StatusServiceUnavailable) }
+
 func hasStatus(err error, status int) bool {
 	var e *APIError
 	return errors.As(err, &e) && e.Status == status

@@ -64,6 +64,20 @@ func TestInvalidNamesNeverReachTheEngine(t *testing.T) {
 		if _, err := c.ImageInspect(ctx, ref); err == nil {
 			t.Errorf("ImageInspect(%q) = nil error; want a refusal", ref)
 		}
+		if _, err := c.DistributionInspect(ctx, ref, RegistryAuth{}); err == nil {
+			t.Errorf("DistributionInspect(%q) = nil error; want a refusal", ref)
+		}
+	}
+	for _, id := range []string{"", "..", "a/../../swarm", "x?force=1"} {
+		if _, err := c.ServiceInspect(ctx, id); err == nil {
+			t.Errorf("ServiceInspect(%q) = nil error; want a refusal", id)
+		}
+		if _, err := c.NodeInspect(ctx, id); err == nil {
+			t.Errorf("NodeInspect(%q) = nil error; want a refusal", id)
+		}
+		if err := c.SecretRemove(ctx, id); err == nil {
+			t.Errorf("SecretRemove(%q) = nil error; want a refusal", id)
+		}
 	}
 }
 

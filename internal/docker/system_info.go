@@ -11,6 +11,17 @@ type Info struct {
 	OperatingSystem string
 	Containers      int
 	Images          int
+	Swarm           SwarmInfo // this engine's place in a swarm, if any
+}
+
+// SwarmInfo is the Swarm part of GET /info: every engine answers it, a
+// worker too, so it is how a node learns its own id.
+type SwarmInfo struct {
+	NodeID           string // "" when the engine is in no swarm
+	NodeAddr         string
+	LocalNodeState   string // "inactive", "pending", "active", "error", "locked"
+	ControlAvailable bool   // true on a manager
+	Error            string
 }
 
 // Info asks the engine about itself (GET /info).
