@@ -15,6 +15,7 @@ import (
 	"choir/choird/control"
 	"choir/choird/evolve"
 	"choir/choird/gateway"
+	"choir/choird/headless/signoff"
 	"choir/choird/lifecycle"
 	"choir/choird/store"
 	"choir/internal/config"
@@ -249,7 +250,7 @@ func resourceCounts(m map[string]int) string {
 
 // startGateway runs startup step 8: the approval service and one poller per
 // configured bot. It returns a function that stops both.
-func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, log *slog.Logger) (func(), error) {
+func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, gate *signoff.Gate, log *slog.Logger) (func(), error) {
 	l := plane.Config()
 	stt, err := transcriber(l.Config.Transcription, l.Secrets)
 	if err != nil {
@@ -272,6 +273,14 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		Log:     log.With(logs.KeySystem, "approval"),
 		Apply:   applier(plane, m, log.With(logs.KeySystem, "evolve")).Apply,
 		OnDecision: func(ctx context.Context, a approval.Approval) error {
+			if a.RequestType == signoff.Type {
+				// A headless run's commit: its run is decided (the loop
+				// commits it or ends it).
+				if err := gate.Decided(ctx, a); err != nil {
+					log.Warn("run commit approval not applied to its run", "approval_id", a.ID, logs.KeyError, err.Error())
+				}
+				return nil
+			}
 			if _, ok := m.Sessions.Publish(a.SessionID, rpc.EventApproval, a.Decision()); !ok {
 				return fmt.Errorf("session %s is not connected", a.SessionID)
 			}
@@ -280,6 +289,8 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 	})
 	gw.SetApprovals(svc)
 	plane.SetApprovals(svc)
+	gate.Approvals = svc
+	plane.SetRunDecider(gate) // choirctl run approve|reject decide the run's approval
 	m.RequestApproval = func(ctx context.Context, agentID, sessionID, requestType string, payload json.RawMessage) (string, string, error) {
 		a, err := svc.Request(ctx, agentID, sessionID, requestType, "", payload)
 		return a.ID, string(a.Status), err

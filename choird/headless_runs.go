@@ -13,6 +13,7 @@ import (
 	"choir/choird/headless/objects"
 	"choir/choird/headless/runner"
 	"choir/choird/headless/sched"
+	"choir/choird/headless/signoff"
 	"choir/choird/headless/verify"
 	"choir/choird/headless/worktree"
 	"choir/choird/lifecycle"
@@ -25,13 +26,13 @@ import (
 // it settles the runs a previous choird left half done, then performs
 // queued runs and the agents' schedules until stop is called (runs in
 // progress stop where they are; the next start settles them).
-func startHeadless(plane *control.Plane, st *store.Store, director *headless.Director, agents *lifecycle.Manager,
+func startHeadless(plane *control.Plane, st *store.Store, director *headless.Director, gate *signoff.Gate, agents *lifecycle.Manager,
 	dc *docker.Client, home config.Home, instance string, log *slog.Logger, evidence evidenceFunc) (stop func(), err error) {
 	wts, err := worktree.New(filepath.Join(home.Dir, "worktrees"))
 	if err != nil {
 		return nil, err
 	}
-	objs, err := objects.Open(filepath.Join(home.Dir, "objects"))
+	objs, err := objects.Open(objectsDir(home))
 	if err != nil {
 		return nil, err
 	}
@@ -54,10 +55,14 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 			return verify.Verifier{Name: name, Command: d.Command, Timeout: d.Timeout()}, ok
 		},
 		Notify: func(agentID, text string) { notifyDM(plane, agents, agentID, text, false, "run report", log) },
+		// a run that waits for a human asks through the approval pipeline
+		Approvals: gate,
 
 		// headless/runner/pack.go: the context pack's budget (a change needs a restart)
 		PackTokens: cfg().Headless.PackTokens(),
 	}
+	// headless/runner/context.go: choirctl run context
+	plane.SetRunContexts(runner.Contexts{Director: director, Objects: objs})
 	kick := director.Changed // the knowledge base's (kb.go), when it runs
 	director.Changed = func(id string, k headless.Kind) {
 		r.Kick()
@@ -83,6 +88,23 @@ func startHeadless(plane *control.Plane, st *store.Store, director *headless.Dir
 		r.Loop(ctx, cfg().Headless.MaxRunsOrDefault(), s)
 	}()
 	return func() { cancel(); <-done }, nil
+}
+
+// objectsDir is the headless runs' content-addressed object store.
+func objectsDir(home config.Home) string { return filepath.Join(home.Dir, "objects") }
+
+// runGate is the human sign-off on headless runs (choird/headless/signoff):
+// startGateway connects it to the approval service, whose run_commit
+// approvals it decides runs by, and startHeadless's runner asks it when a
+// run waits for a human.
+func runGate(director *headless.Director, home config.Home, log *slog.Logger) *signoff.Gate {
+	g := &signoff.Gate{Director: director, Log: log}
+	if objs, err := objects.Open(objectsDir(home)); err != nil {
+		log.Warn("run approvals will name files without their diff stat", "error", err)
+	} else {
+		g.Patches = objs
+	}
+	return g
 }
 
 // runAgent is what a run needs of its agent, from the running config.

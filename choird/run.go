@@ -88,6 +88,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	director := headless.New(st.Headless()) // headless runs: work items, runs, receipts (seed 002)
 	director.KnownAgent = func(id string) bool { _, ok := plane.Config().Config.Agents[id]; return ok }
 	plane.SetDirector(director)
+	// headless_runs.go: a run that waits for a human is decided by an approval
+	gate := runGate(director, home, log.With(logs.KeySystem, "headless"))
 	kbase, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
 	defer stopKB()
 	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
@@ -129,7 +131,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return c.Gateways[c.DMs[dm].Gateway].Type == config.GatewayConsole
 	}
 	svc.status("starting the gateway")
-	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, log)
+	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, gate, log)
 	if err != nil {
 		return fmt.Errorf("cannot start the gateway: %w", err)
 	}
@@ -195,7 +197,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	go agentsMgr.AfterStart(monitorCtx)
 	sweepMemory(mem, plane)
 	// The director loop of headless runs (headless_runs.go).
-	stopHeadless, err := startHeadless(plane, st, director, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"), kbEvidence(kbase))
+	stopHeadless, err := startHeadless(plane, st, director, gate, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"), kbEvidence(kbase))
 	if err != nil {
 		log.Error("headless runs not started", logs.KeyError, err.Error())
 		stopHeadless = func() {}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"choir/choird/approval"
 	"choir/choird/headless"
 	"choir/internal/ctl"
 )
@@ -25,6 +26,21 @@ const (
 func (p *Plane) SetDirector(d *headless.Director) {
 	p.mu.Lock()
 	p.director = d
+	p.mu.Unlock()
+}
+
+// RunDecider records a person's decision on a run that waits for one
+// through the run's approval (choird/headless/signoff), so that `choirctl
+// run approve|reject` and `choirctl approval approve|reject` decide the
+// same approval: the first decision stands.
+type RunDecider interface {
+	DecideRun(ctx context.Context, runID string, approve bool, by, reason string) (headless.Receipt, bool, error)
+}
+
+// SetRunDecider connects the runs' approvals.
+func (p *Plane) SetRunDecider(d RunDecider) {
+	p.mu.Lock()
+	p.runDecider = d
 	p.mu.Unlock()
 }
 
@@ -258,7 +274,17 @@ func (p *Plane) registerHeadlessRoutes(mux *http.ServeMux) {
 		if req.By == "" {
 			return nil, ctl.Errorf(http.StatusBadRequest, "bad_request", "decision: say who decides in \"by\" (choirctl sends your user name)")
 		}
-		return appended(d.DecideCommit(r.Context(), r.PathValue("id"), req.Approve, "human:"+req.By, req.Reason, ""))
+		p.mu.RLock()
+		rd := p.runDecider
+		p.mu.RUnlock()
+		if rd == nil {
+			return appended(d.DecideCommit(r.Context(), r.PathValue("id"), req.Approve, "human:"+req.By, req.Reason, ""))
+		}
+		out, err := appended(rd.DecideRun(r.Context(), r.PathValue("id"), req.Approve, req.By, req.Reason))
+		if errors.Is(err, approval.ErrAlreadyDecided) {
+			return nil, approvalError(err)
+		}
+		return out, err
 	})
 	handle("GET", "/receipts/{id}", func(d *headless.Director, w http.ResponseWriter, r *http.Request) (any, error) {
 		var after int64

@@ -42,7 +42,8 @@ type Plane struct {
 	running       Sessions
 	memory        Memory
 	kb            KnowledgeBase
-	usage         Usage // usage_api.go
+	runContexts   RunContexts // run_context_api.go
+	usage         Usage       // usage_api.go
 	gateways      func() []ctl.GatewayStatus
 	outbox        func(ctx context.Context, agentID string) []ctl.DMOutbox // chat_api.go
 	probes        []Probe
@@ -50,6 +51,9 @@ type Plane struct {
 
 	// The director of headless runs (headless_api.go).
 	director *headless.Director
+	// runDecider decides runs that wait for a human through their
+	// approval (headless_api.go); nil decides them on the director.
+	runDecider RunDecider
 
 	// The staged snapshot of config load (§17.6), the running
 	// configuration it was staged over, and what checks repos; applyMu
