@@ -4,6 +4,7 @@ package main
 // choirctl run list [--agent A] [--work ID] [--json]
 // choirctl run show <id> [--json]
 // choirctl run receipts <id> [--after SEQ] [--json]
+// choirctl run context <id> [--json] (run_context.go)
 // choirctl run approve <id> [--reason R] [--json]
 // choirctl run reject <id> --reason R [--json]
 //
@@ -31,6 +32,7 @@ var runCommands = []command{
 	{name: "list", args: "[--agent A] [--work ID] [--json]", summary: "runs, newest first, with their status", run: runListCmd},
 	{name: "show", args: "<id> [--json]", summary: "one run with its commit check", run: runShowCmd},
 	{name: "receipts", args: "<id> [--after SEQ] [--json]", summary: "a run's receipts in order", run: runReceiptsCmd},
+	{name: "context", args: "<id> [--json]", summary: "the context pack a run was given, rebuilt from its receipts: parts by hash, then the prompt", run: runContextCmd},
 	{name: "approve", args: "<id> [--reason R] [--json]", summary: "approve the commit of a run that waits for a human", run: runApproveCmd},
 	{name: "reject", args: "<id> --reason R [--json]", summary: "reject the commit of a run that waits for a human: it ends, nothing committed", run: runRejectCmd},
 }

@@ -55,7 +55,8 @@ func (p *Plane) AdminHandler() http.Handler {
 	p.registerUpdateRoutes(mux)
 	p.registerUsageRoutes(mux)
 	p.registerHeadlessRoutes(mux)
-	p.registerKBRoutes(mux) // kb_api.go
+	p.registerKBRoutes(mux)         // kb_api.go
+	p.registerRunContextRoutes(mux) // run_context_api.go
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, ctl.Errorf(http.StatusNotFound, "not_found", "no admin endpoint %s %s: is choirctl newer than choird?", r.Method, r.URL.Path))
 	})

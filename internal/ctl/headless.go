@@ -23,6 +23,7 @@ import (
 //	POST /v1/run/<id>/note        NoteRequest → Appended
 //	POST /v1/run/<id>/verify      AttestationRequest → Appended
 //	POST /v1/run/<id>/commit_request CommitRequestBody → Appended
+//	GET  /v1/run/<id>/context     → RunContext (run_context.go)
 //	GET  /v1/receipts/<run id>[?after=<seq>] → []Receipt
 //	GET  /v1/state/ahdb[?agent=]  → AHDBState
 //
