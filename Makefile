@@ -4,7 +4,7 @@ GO      ?= go
 BIN     := bin
 GOFLAGS_BUILD := -trimpath
 
-.PHONY: all build install demo test audit check bench bench-scale bench-headless fmt vet clean
+.PHONY: all build install demo test audit check bench bench-scale bench-headless bench-sim fmt vet clean
 
 all: build
 
@@ -64,6 +64,13 @@ RUNS ?= 4
 bench-headless:
 	$(GO) test -run='^$$' -bench='^BenchmarkHeadlessRun$$' -benchtime=5x -timeout=30m ./choirctl
 	CHOIR_BENCH_RUNS=$(RUNS) $(GO) test -run='^$$' -bench='^BenchmarkHeadlessConcurrentRuns$$' -benchtime=1x -timeout=30m ./choirctl
+
+## bench-sim: the simulation beyond one host (issue 26; not part of make
+## test): a real choird on its HTTPS agent transport against a fake engine,
+## N simulated agents speaking the agent RPC (testkit/sim); N = 1000 and
+## 10000 by default, ARGS='-n 100,500 -window 30s' for others
+bench-sim: build
+	@$(GO) run ./testkit/sim $(ARGS)
 
 fmt:
 	@out=$$(gofmt -l $$(find . -path ./vendor -prune -o -name '*.go' -print)); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -186,7 +186,8 @@ func (s *sim) configure(ctx context.Context) error {
 			"defaults": map[string]any{"workspace": "ws-" + id, "llm": "m", "git_identity": "git-" + id, "dm": "dm-" + id}}
 	}
 	cfg["workspaces"], cfg["git_identities"], cfg["dms"], cfg["agents"] = workspaces, idents, dms, agents
-	out, _ := json.MarshalIndent(cfg, "", "  ")
+	// Compact: indented, 10,000 agents pass config.json's 4 MiB limit.
+	out, _ := json.Marshal(cfg)
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
