@@ -113,7 +113,9 @@ for target in \
   "./internal/cron FuzzParse" \
   "./internal/netpolicy FuzzCheck" \
   "./choird/headless FuzzProject" \
-  "./choird/headless FuzzProjectRules"; do
+  "./choird/headless FuzzProjectRules" \
+  "./choird/headless FuzzParseDocTiers" \
+  "./choird/headless FuzzNoteCheck"; do
   set -- $target
   # a pattern that matches no target would pass without fuzzing anything
   go test -list="^$2\$" "$1" | grep -x "$2" >/dev/null || { echo "ci.sh: no fuzz target $2 in $1" >&2; exit 1; }
