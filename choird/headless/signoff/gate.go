@@ -42,6 +42,7 @@ import (
 type Approvals interface {
 	RequestOnce(ctx context.Context, a approval.Approval) (approval.Approval, bool, error)
 	Decide(ctx context.Context, id string, approve bool, who approval.Decider) (approval.Approval, error)
+	Get(ctx context.Context, id string) (approval.Approval, error)
 }
 
 // Patches reads a patch by its diff hash (the object store).
@@ -224,7 +225,16 @@ func decided(rs []headless.Receipt) bool {
 func (g *Gate) DecideRun(ctx context.Context, runID string, approve bool, by, text string) (headless.Receipt, bool, error) {
 	a, _, err := g.ask(ctx, runID)
 	if errors.Is(err, ErrNotWaiting) {
-		return g.Director.DecideCommit(ctx, runID, approve, "human:"+by, text, "")
+		// Waits no more: decided through its approval already, if it had one.
+		check, cerr := g.Director.CommitCheck(ctx, runID)
+		if cerr != nil || len(check.Patch) < 12 {
+			return g.Director.DecideCommit(ctx, runID, approve, "human:"+by, text, "")
+		}
+		a, gerr := g.Approvals.Get(ctx, ID(runID, check.Patch))
+		if gerr != nil || a.Status == approval.Pending {
+			return g.Director.DecideCommit(ctx, runID, approve, "human:"+by, text, "")
+		}
+		return headless.Receipt{}, false, fmt.Errorf("run %s: approval %s was already %s by %s: %w; nothing changed", runID, a.ID, a.Status, a.ResolvedBy, approval.ErrAlreadyDecided)
 	}
 	if err != nil {
 		return headless.Receipt{}, false, err
