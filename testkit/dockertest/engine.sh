@@ -12,7 +12,9 @@
 #                         DIR; safe when nothing runs
 #
 # Keep DIR short (e.g. /tmp/choir-engine): unix socket paths are limited to
-# 108 bytes. Progress and errors go to stderr; only the DOCKER_HOST line goes
+# 108 bytes. CHOIR_DOCKERD_FLAGS, when set, is added to dockerd's flags (the
+# Swarm harness, testkit/swarmtest/swarm.sh, gives its engines their own
+# bridge and address pools that way). Progress and errors go to stderr; only the DOCKER_HOST line goes
 # to stdout, so a shell can do
 #   export $(testkit/dockertest/engine.sh start /tmp/choir-engine)
 set -eu
@@ -202,9 +204,10 @@ start() {
 	mkdir -p "$dir/data" "$dir/exec"
 	: >"$dir/$marker"
 	say "starting dockerd under $dir (log: $log)"
+	# shellcheck disable=SC2086 # CHOIR_DOCKERD_FLAGS is a list of flags
 	setsid dockerd --iptables=false --ip6tables=false --storage-driver=overlay2 \
 		--data-root="$dir/data" --exec-root="$dir/exec" --pidfile="$pidfile" \
-		-H "unix://$sock" </dev/null >"$log" 2>&1 &
+		-H "unix://$sock" ${CHOIR_DOCKERD_FLAGS:-} </dev/null >"$log" 2>&1 &
 	pid=$!
 	i=0
 	until ping; do
