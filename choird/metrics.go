@@ -274,54 +274,20 @@ func telegramMethod(path string) string {
 }
 
 // eventCounter counts, from the events choird stores for a session, the
-// model calls (ModelOutput, with usage and latency_ms) and tool calls
-// (ToolResultCommitted, with status and duration_ms) the agent made.
-// The agent writes these payloads, so nothing it says becomes a label
-// unchecked: a model must be one the configuration names (else "other"),
-// a tool name must look like one (else "other") and contain no secret
-// value; the agent label is choird's own id for the session's agent.
+// tool calls (ToolResultCommitted, with status and duration_ms) the agent
+// made. Model calls are counted from the usage ledger's rows instead
+// (metrics_calls.go). The agent writes these payloads, so nothing it says
+// becomes a label unchecked: a tool name must look like one (else
+// "other") and contain no secret value.
 type eventCounter struct{ loaded func() *config.Loaded }
 
 // stored counts the events after rev `after` (those before were stored,
 // and counted, already).
 func (c eventCounter) stored(agentID string, after int64, events []rpc.Event) {
 	for _, e := range events {
-		if e.Rev <= after {
-			continue
-		}
-		switch e.Type {
-		case "ModelOutput":
-			c.modelOutput(agentID, e.Payload)
-		case "ToolResultCommitted":
+		if e.Rev > after && e.Type == "ToolResultCommitted" {
 			c.toolResult(e.Payload)
 		}
-	}
-}
-
-func (c eventCounter) modelOutput(agentID string, payload json.RawMessage) {
-	var p struct {
-		Error     string `json:"error"`
-		Model     string `json:"model"`
-		LatencyMS int64  `json:"latency_ms"`
-		Usage     *struct {
-			Prompt     int64 `json:"prompt_tokens"`
-			Completion int64 `json:"completion_tokens"`
-		} `json:"usage"`
-	}
-	if json.Unmarshal(payload, &p) != nil || p.Model == "" {
-		return // not a model call (a lane that gave up before calling)
-	}
-	model := c.modelLabel(p.Model)
-	metrics.LLMCalls.With(agentID, model).Inc()
-	if p.Error != "" {
-		metrics.LLMErrors.With(agentID, model).Inc()
-	}
-	if p.Usage != nil {
-		metrics.LLMTokens.With(agentID, model, "prompt").Add(float64(p.Usage.Prompt))
-		metrics.LLMTokens.With(agentID, model, "completion").Add(float64(p.Usage.Completion))
-	}
-	if p.LatencyMS > 0 {
-		metrics.LLMSeconds.With(agentID, model).Observe(float64(p.LatencyMS) / 1000)
 	}
 }
 
@@ -342,22 +308,6 @@ func (c eventCounter) toolResult(payload json.RawMessage) {
 	if p.DurationMS >= 0 {
 		metrics.ToolSeconds.With(tool).Observe(float64(p.DurationMS) / 1000)
 	}
-}
-
-// modelLabel is name when the configuration names that model (as a
-// models key or a provider's model id), else "other".
-func (c eventCounter) modelLabel(name string) string {
-	if l := c.loaded(); l != nil && l.Config != nil {
-		if _, ok := l.Config.Models[name]; ok {
-			return name
-		}
-		for _, m := range l.Config.Models {
-			if m.Model == name {
-				return name
-			}
-		}
-	}
-	return "other"
 }
 
 // toolNameRE is the canonical tool name (agent/tool's rule), e.g. choir.fs.read.

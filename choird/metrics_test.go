@@ -49,8 +49,10 @@ func freeLoopback(t *testing.T) string {
 func metricsConfig(listen string) *config.Loaded {
 	return &config.Loaded{
 		Config: &config.Config{
-			Models:  map[string]config.Model{"fast": {Model: "gpt-test"}},
-			Metrics: &config.Metrics{Listen: listen},
+			Agents:    map[string]config.Agent{"m-alpha": {}},
+			Models:    map[string]config.Model{"fast": {Model: "gpt-test"}, "backup": {Model: "gpt-backup"}},
+			Embedding: &config.Embedding{Provider: "openrouter", Model: "m-embed"},
+			Metrics:   &config.Metrics{Listen: listen},
 		},
 		Secrets: config.Secrets{"api": metricsSecret, "pw": metricsSecretLC, "tiny": "ab"},
 	}
@@ -73,24 +75,38 @@ func event(rev int64, typ string, payload any) rpc.Event {
 	return rpc.Event{Rev: rev, Type: typ, Payload: raw}
 }
 
-// The events an agent replicates, hostile ones included: a model named by
-// a secret, a tool named by a secret, a message text and a user id.
+// The events an agent replicates, hostile ones included: a tool named by
+// a secret, a message text and a user id. A ModelOutput event counts
+// nothing: model calls are counted from the ledger's rows (metricsCalls).
 func metricsEvents() []rpc.Event {
 	return []rpc.Event{
 		event(1, "UserMsg", map[string]any{"text": metricsText + " from " + metricsUserID}),
 		event(2, "ModelOutput", map[string]any{"model": "gpt-test", "text": metricsText, "latency_ms": 1500,
 			"usage": map[string]any{"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}}),
-		event(3, "ModelOutput", map[string]any{"model": "fast", "error": "model_http_429", "text": metricsText}),
-		event(4, "ModelOutput", map[string]any{"model": metricsSecret, "text": "x", "usage": map[string]any{"prompt_tokens": 1, "completion_tokens": 1}}),
-		event(5, "ModelOutput", map[string]any{"model": metricsUserID, "text": "x"}),
-		event(6, "ModelOutput", map[string]any{"text": "max_steps exceeded", "error": "max_steps exceeded"}), // no call made
 		event(7, "ToolResultCommitted", map[string]any{"tool": "choir.fs.read", "status": "success", "duration_ms": 30, "output": metricsText}),
 		event(8, "ToolResultCommitted", map[string]any{"tool": "choir.exec", "status": "error", "duration_ms": 2000}),
 		event(9, "ToolResultCommitted", map[string]any{"tool": "choir." + metricsSecretLC, "status": "success"}),
 		event(10, "ToolResultCommitted", map[string]any{"tool": "choir.x." + metricsUserID, "status": "success"}),
 		event(11, "ToolResultCommitted", map[string]any{"tool": "say \"" + metricsText + "\"\n", "status": "error"}),
 		event(12, "ToolResultCommitted", map[string]any{"tool": "choir.fs.read", "status": "success", "duration_ms": 10}),
-		event(13, "ModelOutput", `not an object`),
+		event(13, "ToolResultCommitted", `not an object`),
+	}
+}
+
+// The ledger's rows as the store tells them (store.Store.CallsStored):
+// every purpose, a fallback attempt, choird's own embedding call, and
+// hostile names the agent wrote into its records.
+func metricsCalls() []store.CallRow {
+	ok := rpc.OutcomeOK
+	return []store.CallRow{
+		{AgentID: "m-alpha", Model: "fast", Purpose: "turn", PromptTokens: 100, CachedTokens: 40, CompletionTokens: 20, Cost: 0.25, CostSource: rpc.CostPrice, LatencyMS: 1500, Outcome: ok},
+		{AgentID: "m-alpha", Model: "fast", Purpose: "compaction", PromptTokens: 50, CompletionTokens: 5, LatencyMS: 200, Outcome: "model_server_503"},
+		{AgentID: "m-alpha", Model: "backup", Purpose: "compaction", Attempt: 1, PromptTokens: 50, CompletionTokens: 6, Cost: 0.01, CostSource: rpc.CostProvider, LatencyMS: 100, Outcome: ok},
+		{AgentID: "m-alpha", Model: "fast", Purpose: "summary", PromptTokens: 30, CompletionTokens: 3, Outcome: ok},
+		{AgentID: "-", Model: "m-embed", Purpose: "embedding", PromptTokens: 7, Estimated: true, LatencyMS: 40, Outcome: ok},
+		{AgentID: "m-alpha", Model: metricsSecret, Purpose: metricsText, PromptTokens: 1, Outcome: ok},
+		{AgentID: "m-alpha", Model: metricsUserID, Purpose: "turn", Outcome: "model_error"},
+		{AgentID: metricsAgentArg, Model: "fast", Purpose: "turn", PromptTokens: 1, Outcome: ok},
 	}
 }
 
@@ -147,6 +163,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	evs := metricsEvents()
 	ec.stored("m-alpha", 0, evs)
 	ec.stored("m-alpha", evs[len(evs)-1].Rev, evs)
+	callCounter{loaded: func() *config.Loaded { return loaded }}.stored(metricsCalls())
 
 	// The admin API, by route pattern.
 	mux := http.NewServeMux()
@@ -204,14 +221,26 @@ func TestMetricsEndpoint(t *testing.T) {
 		`choir_rpc_requests_total{verb="REPORT_STATUS",code="internal"} 1`,
 		`choir_rpc_request_duration_seconds_count{verb="HEARTBEAT"} 4`,
 		`choir_admin_requests_total{route="GET /v1/agents/{id}",code="404"} 2`,
-		`choir_llm_calls_total{agent="m-alpha",model="gpt-test"} 1`,
-		`choir_llm_calls_total{agent="m-alpha",model="fast"} 1`,
-		`choir_llm_calls_total{agent="m-alpha",model="other"} 2`,
-		`choir_llm_call_errors_total{agent="m-alpha",model="fast"} 1`,
-		`choir_llm_tokens_total{agent="m-alpha",model="gpt-test",kind="prompt"} 100`,
-		`choir_llm_tokens_total{agent="m-alpha",model="gpt-test",kind="completion"} 20`,
-		`choir_llm_call_duration_seconds_bucket{agent="m-alpha",model="gpt-test",le="2.5"} 1`,
-		`choir_llm_call_duration_seconds_sum{agent="m-alpha",model="gpt-test"} 1.5`,
+		`choir_llm_calls_total{agent="m-alpha",model="fast",purpose="turn"} 1`,
+		`choir_llm_calls_total{agent="m-alpha",model="fast",purpose="compaction"} 1`,
+		`choir_llm_calls_total{agent="m-alpha",model="fast",purpose="summary"} 1`,
+		`choir_llm_calls_total{agent="m-alpha",model="backup",purpose="compaction"} 1`,
+		`choir_llm_calls_total{agent="-",model="m-embed",purpose="embedding"} 1`,
+		`choir_llm_calls_total{agent="m-alpha",model="other",purpose="other"} 1`,
+		`choir_llm_calls_total{agent="m-alpha",model="other",purpose="turn"} 1`,
+		`choir_llm_calls_total{agent="other",model="fast",purpose="turn"} 1`,
+		`choir_llm_call_errors_total{agent="m-alpha",model="fast",purpose="compaction"} 1`,
+		`choir_llm_call_errors_total{agent="m-alpha",model="other",purpose="turn"} 1`,
+		`choir_llm_fallback_attempts_total{agent="m-alpha",model="backup"} 1`,
+		`choir_llm_tokens_total{agent="m-alpha",model="fast",kind="prompt"} 180`,
+		`choir_llm_tokens_total{agent="m-alpha",model="fast",kind="cached"} 40`,
+		`choir_llm_tokens_total{agent="m-alpha",model="fast",kind="completion"} 28`,
+		`choir_llm_tokens_total{agent="-",model="m-embed",kind="prompt"} 7`,
+		`choir_llm_cost_total{agent="m-alpha",model="fast"} 0.25`,
+		`choir_llm_cost_total{agent="m-alpha",model="backup"} 0.01`,
+		`choir_llm_call_duration_seconds_bucket{agent="m-alpha",model="fast",le="1"} 1`,
+		`choir_llm_call_duration_seconds_bucket{agent="m-alpha",model="fast",le="2.5"} 2`,
+		`choir_llm_call_duration_seconds_sum{agent="m-alpha",model="fast"} 1.7`,
 		`choir_tool_calls_total{tool="choir.fs.read"} 2`,
 		`choir_tool_calls_total{tool="choir.exec"} 1`,
 		`choir_tool_calls_total{tool="other"} 3`,
@@ -225,6 +254,9 @@ func TestMetricsEndpoint(t *testing.T) {
 		if !strings.Contains(out, want+"\n") {
 			t.Errorf("/metrics lacks %s", want)
 		}
+	}
+	if strings.Contains(out, `model="gpt-test"`) {
+		t.Errorf("/metrics counts a ModelOutput event; want model calls counted from the ledger's rows only")
 	}
 	if !strings.Contains(out, `choir_heartbeat_age_seconds{agent="m-alpha"} `) {
 		t.Errorf("/metrics lacks the heartbeat age of the running agent")
@@ -319,9 +351,11 @@ func BenchmarkScrape100Agents(b *testing.B) {
 	for _, a := range agents {
 		metrics.HeartbeatsReceived.With(a.AgentID).Inc()
 		for _, m := range []string{"bench-fast", "bench-slow"} {
-			metrics.LLMCalls.With(a.AgentID, m).Inc()
+			metrics.LLMCalls.With(a.AgentID, m, "turn").Inc()
 			metrics.LLMTokens.With(a.AgentID, m, "prompt").Add(1000)
+			metrics.LLMTokens.With(a.AgentID, m, "cached").Add(800)
 			metrics.LLMTokens.With(a.AgentID, m, "completion").Add(100)
+			metrics.LLMCost.With(a.AgentID, m).Add(0.01)
 			metrics.LLMSeconds.With(a.AgentID, m).Observe(1.2)
 		}
 	}

@@ -70,6 +70,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return fmt.Errorf("cannot start without Postgres: %w", err)
 	}
 	defer st.Close()
+	st.CallsStored = callCounter{loaded: plane.Config}.stored // metrics_calls.go: choir_llm_* from the ledger's rows
 	svc.status("reconciling agent containers with the Docker engine")
 	agentsMgr, dc, err := startLifecycle(ctx, plane, st, lm, home, log)
 	if err != nil {
@@ -101,7 +102,8 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	rpcServer.Tunnels = &tunnelPolicy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "tunnel")}
 	agentsMgr.NetworkAttempts = netAttemptsNotice(plane, agentsMgr, log) // tunnel.go
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
-	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st}}
+	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st},
+		Secrets: func() config.Secrets { return plane.Config().Secrets }} // the MCP pinning's (build/mcp_secrets.go)
 	agentsMgr.Images = imageStore{st}
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)

@@ -122,7 +122,9 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 		}
 		return out, nil
 	}
+	var calls []CallRow // the ledger rows added, told once committed
 	err := s.inTx(ctx, func(tx pgx.Tx) error {
+		calls = nil
 		// Lock the session: batches of one session take turns.
 		if err := s.replicaHead(ctx, tx, sessionID, "FOR UPDATE OF s", &out); err != nil {
 			return err
@@ -138,7 +140,8 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 				return err
 			}
 			if out.Head.Rev > before && hasCalls(events) { // the usage ledger (ledger.go)
-				if err := s.recordCalls(ctx, tx, sessionID, before); err != nil {
+				var err error
+				if calls, err = s.recordCalls(ctx, tx, sessionID, before); err != nil {
 					return err
 				}
 			}
@@ -163,6 +166,7 @@ func (s *Store) Replicate(ctx context.Context, sessionID string, b Batch) (Repli
 		}
 		return Replicated{}, fmt.Errorf("replicate to %s: %w", sessionID, err)
 	}
+	s.callsStored(calls)
 	return out, nil
 }
 

@@ -13,7 +13,9 @@ import (
 // the batch's transaction (recordCalls), so a record is stored exactly
 // when its event is and a resend adds nothing; or from InsertCall, for a
 // record that never reached the log (the session summary) or a call
-// choird made itself.
+// choird made itself. Either way, the rows a statement added (never a
+// duplicate) are told to Store.CallsStored once committed: choird's
+// Prometheus counters count from there.
 
 // CallEvent is the event type whose payload is a call record.
 const CallEvent = "ModelCall"
@@ -66,15 +68,32 @@ var recordCallsSQL = `
 	FROM choir_control.session_events e JOIN choir_control.sessions s ON s.session_id = e.session_id
 	WHERE e.session_id = $1 AND e.rev > $2 AND e.event_type = '` + CallEvent + `'
 	  AND jsonb_typeof(e.payload->'call_id') = 'string' AND e.payload->>'call_id' <> ''
-	ON CONFLICT DO NOTHING`
+	ON CONFLICT DO NOTHING
+	RETURNING ` + callColumns
+
+// callColumns are what a CallRow holds, in its order.
+const callColumns = `session_id, call_id, agent_id, coalesce(rev, 0), at, lane, job, purpose, model, provider_model,
+		attempt, prompt_tokens, completion_tokens, cached_tokens, cost, cost_source, currency, latency_ms, outcome, estimated`
 
 // recordCalls writes the ledger rows of the session's ModelCall events
-// after revision after, in tx (Replicate's).
-func (s *Store) recordCalls(ctx context.Context, tx pgx.Tx, sessionID string, after int64) error {
-	if _, err := tx.Exec(ctx, s.q(recordCallsSQL), sessionID, after); err != nil {
-		return fmt.Errorf("usage ledger of %s after %d: %w", sessionID, after, err)
+// after revision after, in tx (Replicate's), and returns the rows it added.
+func (s *Store) recordCalls(ctx context.Context, tx pgx.Tx, sessionID string, after int64) ([]CallRow, error) {
+	rows, err := tx.Query(ctx, s.q(recordCallsSQL), sessionID, after)
+	if err == nil {
+		var added []CallRow
+		added, err = pgx.CollectRows(rows, pgx.RowToStructByPos[CallRow])
+		if err == nil {
+			return added, nil
+		}
 	}
-	return nil
+	return nil, fmt.Errorf("usage ledger of %s after %d: %w", sessionID, after, err)
+}
+
+// callsStored tells the CallsStored hook the rows just added.
+func (s *Store) callsStored(rows []CallRow) {
+	if s.CallsStored != nil && len(rows) > 0 {
+		s.CallsStored(rows)
+	}
 }
 
 // hasCalls says whether a batch holds a call record.
@@ -104,7 +123,11 @@ func (s *Store) InsertCall(ctx context.Context, r CallRow) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("usage ledger: store call %s of %s: %w", r.CallID, r.SessionID, err)
 	}
-	return tag.RowsAffected() == 1, nil
+	if tag.RowsAffected() != 1 {
+		return false, nil
+	}
+	s.callsStored([]CallRow{r})
+	return true, nil
 }
 
 // Spent is what the ledger holds in one scope and period.

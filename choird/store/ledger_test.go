@@ -38,6 +38,8 @@ func callLog(t testing.TB, n int64, payload func(rev int64) string) []Event {
 // negative or huge, no call id) never fails the batch.
 func TestLedgerRecordsCallsWithTheirBatch(t *testing.T) {
 	s := newStore(t, Config{}, "alpha")
+	var told []CallRow // what CallsStored heard: choird's metrics count these
+	s.CallsStored = func(rows []CallRow) { told = append(told, rows...) }
 	ctx := ctxT(t)
 	newSession(t, s, "s1")
 	good := func(rev int64) string {
@@ -61,6 +63,11 @@ func TestLedgerRecordsCallsWithTheirBatch(t *testing.T) {
 	if err != nil || len(rows) != 1 || rows[0].Calls != 3 || rows[0].CachedTokens != 120 || rows[0].Agent != "alpha" {
 		t.Fatalf("Usage by session = %+v, %v; want s1 of alpha, 3 calls, 120 cached", rows, err)
 	}
+	if len(told) != 3 || told[0].CallID != "c1" || told[2].CallID != "c5" || told[1].AgentID != "alpha" ||
+		told[1].CachedTokens != 40 || told[1].Cost != 0.5 || told[1].Purpose != "turn" || told[1].Rev != 3 {
+		t.Fatalf("CallsStored heard %+v; want c1, c3, c5 of alpha once each, as stored", told)
+	}
+	told = nil
 
 	// Hostile records.
 	if err := s.EndSessionWhy(ctx, "s1", SessionStopped, t0, "test"); err != nil {
@@ -99,6 +106,9 @@ func TestLedgerRecordsCallsWithTheirBatch(t *testing.T) {
 	if !found {
 		t.Errorf("Usage by session = %+v; want a row for s2", rows)
 	}
+	if len(told) != 2 || told[0].PromptTokens != 0 || told[1].CompletionTokens != 1e12 || told[1].Cost != 0 {
+		t.Errorf("CallsStored heard %+v; want h1 and h3 as the ledger holds them", told)
+	}
 }
 
 // A record sent by SPEND settle is stored once and counts like one from
@@ -108,10 +118,15 @@ func TestLedgerInsertCallAndAllowances(t *testing.T) {
 	ctx := ctxT(t)
 	newSession(t, s, "s1")
 	r := CallRow{SessionID: "s1", CallID: "sum-1", AgentID: "alpha", At: t0, Purpose: "summary", PromptTokens: 50, CompletionTokens: 5, Cost: 0.25, CostSource: "price", Outcome: "ok"}
+	told := 0
+	s.CallsStored = func(rows []CallRow) { told += len(rows) }
 	for i, want := range []bool{true, false} {
 		if fresh, err := s.InsertCall(ctx, r); err != nil || fresh != want {
 			t.Fatalf("InsertCall #%d = %v, %v; want %v", i+1, fresh, err, want)
 		}
+	}
+	if told != 1 {
+		t.Errorf("CallsStored heard %d rows of one call inserted twice; want 1", told)
 	}
 	tot, err := s.SpendTotals(ctx, "alpha", t0, t0, nil)
 	if err != nil || tot.AgentDay.Tokens != 55 || tot.AgentDay.Cost != 0.25 {

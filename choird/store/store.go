@@ -63,6 +63,10 @@ var (
 // Store is choird's connection to Postgres: a pool plus the names of the
 // schemas in its namespace. It is safe for concurrent use.
 type Store struct {
+	// CallsStored, when set (before the store is used), is told each row
+	// the usage ledger added, once, after its transaction committed.
+	CallsStored func([]CallRow)
+
 	pool    *pgxpool.Pool
 	ns      string
 	control string // quoted control schema name

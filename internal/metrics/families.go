@@ -35,18 +35,25 @@ var (
 	SessionsEnded = Default.Counter("choir_sessions_ended_total",
 		"Agent sessions ended, by status (stopped, crashed, ...).", "status")
 
-	// LLMCalls counts model calls the agents recorded (ModelOutput events).
+	// LLMCalls counts model call attempts as the usage ledger stored them
+	// (each fallback attempt is one, embeddings too).
 	LLMCalls = Default.Counter("choir_llm_calls_total",
-		"Model calls recorded by agents (replicated ModelOutput events), by agent and model.", "agent", "model")
-	// LLMErrors counts those that failed.
+		"Model call attempts stored in the usage ledger, by agent (\"-\" for choird's own), model and purpose (turn, compaction, summary, embedding, other).", "agent", "model", "purpose")
+	// LLMErrors counts those whose outcome was not ok.
 	LLMErrors = Default.Counter("choir_llm_call_errors_total",
-		"Model calls recorded as failed, by agent and model.", "agent", "model")
+		"Model call attempts stored with an outcome other than ok, by agent, model and purpose.", "agent", "model", "purpose")
+	// LLMFallbacks counts the attempts made on a fallback model.
+	LLMFallbacks = Default.Counter("choir_llm_fallback_attempts_total",
+		"Model call attempts made on a fallback model after the one before failed, by agent and the fallback model.", "agent", "model")
 	// LLMTokens counts their tokens.
 	LLMTokens = Default.Counter("choir_llm_tokens_total",
-		"Tokens of recorded model calls, by agent, model and kind (prompt or completion).", "agent", "model", "kind")
+		"Tokens of stored model call attempts, by agent, model and kind (prompt, completion; cached is the part of prompt served from a cache).", "agent", "model", "kind")
+	// LLMCost sums their cost.
+	LLMCost = Default.Counter("choir_llm_cost_total",
+		"Cost of stored model call attempts in the installation's currency (spend.currency), by agent and model; a model without a price adds nothing.", "agent", "model")
 	// LLMSeconds times them.
 	LLMSeconds = Default.Histogram("choir_llm_call_duration_seconds",
-		"Latency of recorded model calls, by agent and model.", nil, "agent", "model")
+		"Latency of stored model call attempts, by agent and model.", nil, "agent", "model")
 
 	// ToolCalls counts tool results the agents committed.
 	ToolCalls = Default.Counter("choir_tool_calls_total",
