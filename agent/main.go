@@ -72,7 +72,7 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == mcptool.ListArg {
 		// choird's build pinning the MCP servers' tool lists (agent/tool/mcp).
-		os.Exit(mcptool.ListMain(mcpdecl.Dir, os.Stdout, os.Stderr))
+		os.Exit(mcptool.ListMain(mcpdecl.Dir, os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(realMain(os.Args[1:], os.Getenv, os.Stderr))
 }

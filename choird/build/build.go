@@ -40,6 +40,9 @@ type Builder struct {
 	Home        config.Home // the clones live under Home.ReposDir()
 	AgentBinary string      // path of the static choir-agent baked into base images
 	Records     Records     // where each build is recorded; nil records nothing
+	// Secrets returns the running secrets; the MCP servers' pinning is
+	// given the ones their declarations name (mcp_secrets.go). Nil: none.
+	Secrets func() config.Secrets
 }
 
 // Result is a finished build.
@@ -171,7 +174,7 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	case reuse:
 		res.ImageID = img.ID
 		say("agent image %s exists (built from the same commits and binary); not rebuilt", res.Image)
-		if res.ImageID, err = b.withMCPPins(ctx, res, tree, res.ImageID, say); err != nil { // mcp_pin.go
+		if res.ImageID, err = b.withMCPPins(ctx, res, cfg, tree, res.ImageID, say); err != nil { // mcp_pin.go
 			return nil, err
 		}
 		if err := b.record(ctx, res, agent); err != nil {
@@ -191,7 +194,7 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	if res.ImageID, err = b.buildAgent(ctx, res, asrc, tree, dockerfile, say); err != nil {
 		return nil, err
 	}
-	if res.ImageID, err = b.withMCPPins(ctx, res, tree, res.ImageID, say); err != nil { // mcp_pin.go
+	if res.ImageID, err = b.withMCPPins(ctx, res, cfg, tree, res.ImageID, say); err != nil { // mcp_pin.go
 		return nil, err
 	}
 	res.AgentBuilt = true

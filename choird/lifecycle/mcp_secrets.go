@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 
@@ -26,7 +25,7 @@ func (m *Manager) mcpSecrets(ctx context.Context, r *Run, cfg *config.Config) []
 	if err != nil || rec.Version.MCPSecrets == "" {
 		return nil
 	}
-	used := configSecrets(cfg)
+	used := config.UsedSecrets(cfg)
 	var out []string
 	for _, n := range strings.Split(rec.Version.MCPSecrets, ",") {
 		if !slices.Contains(used, n) {
@@ -35,35 +34,5 @@ func (m *Manager) mcpSecrets(ctx context.Context, r *Run, cfg *config.Config) []
 			m.logf(r, "MCP declaration names a secret config.json gives to a resource; not granted", "secret", n)
 		}
 	}
-	return out
-}
-
-// configSecrets lists every secret name config.json mentions: the value of
-// any member called "secret" anywhere in it.
-func configSecrets(cfg *config.Config) []string {
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		return nil
-	}
-	var tree any
-	json.Unmarshal(raw, &tree)
-	var out []string
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			for k, x := range v {
-				if s, ok := x.(string); ok && k == "secret" && s != "" {
-					out = append(out, s)
-				}
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
-		}
-	}
-	walk(tree)
 	return out
 }

@@ -16,13 +16,13 @@ func TestConfigSecretsCoverEveryResource(t *testing.T) {
 		Gateways: map[string]config.Gateway{"tg": {Secret: "bot-token"}},
 		Postgres: config.Postgres{Secret: "pg"},
 	}
-	got := configSecrets(cfg)
+	got := config.UsedSecrets(cfg)
 	for _, want := range []string{"llm-key", "bot-token", "pg"} {
 		if !slices.Contains(got, want) {
-			t.Errorf("configSecrets = %v; lacks %s", got, want)
+			t.Errorf("UsedSecrets = %v; lacks %s", got, want)
 		}
 	}
 	if slices.Contains(got, "mcp-only") {
-		t.Errorf("configSecrets = %v; names a secret config.json does not use", got)
+		t.Errorf("UsedSecrets = %v; names a secret config.json does not use", got)
 	}
 }
