@@ -140,7 +140,13 @@ for target in \
   "./choird/headless FuzzProject" \
   "./choird/headless FuzzProjectRules" \
   "./choird/headless FuzzParseDocTiers" \
-  "./choird/headless FuzzNoteCheck"; do
+  "./choird/headless FuzzNoteCheck" \
+  "./agent/tool/email FuzzParseBody" \
+  "./internal/smtp FuzzMessage" \
+  "./internal/notion FuzzParseID" \
+  "./internal/notion FuzzRender" \
+  "./internal/brave FuzzParseError" \
+  "./internal/elevenlabs FuzzParseError"; do
   set -- $target
   # a pattern that matches no target would pass without fuzzing anything
   go test -list="^$2\$" "$1" | grep -x "$2" >/dev/null || { echo "ci.sh: no fuzz target $2 in $1" >&2; exit 1; }
