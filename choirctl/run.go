@@ -12,7 +12,8 @@ package main
 // mood, under budgets, leaving an append-only log of receipts. choird's
 // director loop performs a queued run: a worktree, the agent's run session,
 // verifiers apart, and a commit of what passed (a high-risk work item's
-// waits for `run approve`).
+// waits for a human: a run_commit approval in the agent's DM and in
+// `choirctl approval list`, decided there or by `run approve|reject`).
 
 import (
 	"context"
@@ -49,7 +50,10 @@ func runRejectCmd(ctx context.Context, e *env, args []string) error {
 func runDecide(ctx context.Context, e *env, args []string, approve bool) error {
 	verb := map[bool]string{true: "approve", false: "reject"}[approve]
 	fs := newFlags(e, "run "+verb, "run "+verb+" <id> [--reason R] [--json]\n\n"+
-		"A run of a high-risk work item whose verifiers passed waits for a human.\n"+
+		"A run of a high-risk work item (or whose patch changes DOCTRINE) whose\n"+
+		"verifiers passed waits for a human, as a run_commit approval of its\n"+
+		"agent (its DM's buttons, choirctl approval list). This decides that\n"+
+		"same approval: the first decision stands, a later one is refused.\n"+
 		"approve: choird commits its patch (the one the verifiers passed);\n"+
 		"reject: the run ends and nothing is committed. Recorded as a\n"+
 		"CommitDecision receipt by human:<your user name>.")
