@@ -26,7 +26,7 @@ type Content struct {
 	// Files maps "<repo>:<path>" ("global:tools/acme.wc.json",
 	// "agent-1:identity/SOUL.md") to the SHA-256 of the file's content (of
 	// a symlink: of its target path), for the Dockerfiles and everything
-	// under tools/, skills/ and identity/.
+	// under tools/, skills/, mcp/ and identity/.
 	Files    map[string]string `json:"files"`
 	Warnings []string          `json:"warnings,omitempty"`
 }

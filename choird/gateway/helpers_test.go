@@ -103,6 +103,8 @@ type fakeControl struct {
 	stops    []string
 	commands []gateway.Command
 	onSend   func() // benchmarks: called at each SendUserMessage
+	// edge, when set, is the edge lane's report in Status.
+	edge *rpc.StatusReq
 }
 
 var _ gateway.Control = (*fakeControl)(nil)
@@ -190,9 +192,15 @@ func (f *fakeControl) Restart(ctx context.Context, agent string) (ctl.AgentStatu
 }
 
 func (f *fakeControl) Status(agent string) (ctl.AgentStatus, error) {
+	edge := rpc.StatusReq{Lane: "edge", State: "idle"}
+	f.mu.Lock()
+	if f.edge != nil {
+		edge = *f.edge
+	}
+	f.mu.Unlock()
 	return ctl.AgentStatus{AgentID: agent, State: "running", SessionID: "sess-" + agent, Uptime: "5m",
 		Bindings: &rpc.ResourceBindings{Workspace: "ws-" + agent, LLM: "small", DM: "?"},
-		Lanes:    map[string]rpc.StatusReq{"edge": {Lane: "edge", State: "idle"}}}, nil
+		Lanes:    map[string]rpc.StatusReq{"edge": edge}}, nil
 }
 
 func (f *fakeControl) List() []ctl.AgentStatus {
