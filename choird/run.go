@@ -78,13 +78,14 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	}
 	defer dc.Close()
 	agentsMgr.Health = plane.Degraded
-	mem, stopMemory, err := startMemory(plane, st, log.With(logs.KeySystem, "memory"))
+	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
+	spendRPC := &spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr}
+	mem, stopMemory, err := startMemory(plane, st, spend, spendRPC.agent, log.With(logs.KeySystem, "memory"))
 	if err != nil {
 		return fmt.Errorf("cannot start the embedding pipeline: %w", err)
 	}
 	defer stopMemory()
 	agentsMgr.SessionClosed = mem.SessionEnded
-	spend := newLedger(plane, st, agentsMgr, log.With(logs.KeySystem, "ledger")) // spend.go: SPEND and the caps
 	plane.SetUsage(usageView{st: st, ledger: spend, config: func() *config.Config { return plane.Config().Config }})
 	director := headless.New(st.Headless()) // headless runs: work items, runs, receipts (seed 002)
 	director.KnownAgent = func(id string) bool { _, ok := plane.Config().Config.Agents[id]; return ok }
@@ -93,8 +94,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	gate := runGate(director, home, log.With(logs.KeySystem, "headless"))
 	kbase, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
 	defer stopKB()
-	rpcServer := rpc.NewServer(&spendPlane{ControlPlaneHandler: agentsMgr.Handler(), ledger: spend, agents: agentsMgr},
-		rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	rpcServer := rpc.NewServer(spendRPC, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
 	rpcServer.Observe = countRPC // metrics.go
 	// modelproxy.go: the agents' model calls, carried with the keys choird holds
 	rpcServer.Models = &modelProxy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "modelproxy")}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"choir/choird/control"
+	"choir/choird/ledger"
 	"choir/choird/memory"
 	"choir/choird/store"
 	"choir/internal/config"
@@ -19,11 +20,12 @@ import (
 // next start's sweep.
 const memoryCloseTimeout = 10 * time.Second
 
-// startMemory builds the embedder config.json asks for and the session
-// memory pipeline on it (choird/memory), flushes its embedding queue on
-// every heartbeat interval, and returns it with the function that stops
-// both (bounded by memoryCloseTimeout).
-func startMemory(plane *control.Plane, st *store.Store, log *slog.Logger) (*memory.Service, func(), error) {
+// startMemory builds the embedder config.json asks for (charged to the
+// spend ledger, to the agent of a session's call when agentOf knows it)
+// and the session memory pipeline on it (choird/memory), flushes its
+// embedding queue on every heartbeat interval, and returns it with the
+// function that stops both (bounded by memoryCloseTimeout).
+func startMemory(plane *control.Plane, st *store.Store, spend *ledger.Ledger, agentOf func(sessionID string) (string, bool), log *slog.Logger) (*memory.Service, func(), error) {
 	l := plane.Config()
 	emb, err := embed.FromConfig(l.Config.Embedding, l.Secrets)
 	if err != nil {
@@ -31,7 +33,7 @@ func startMemory(plane *control.Plane, st *store.Store, log *slog.Logger) (*memo
 		return nil, nil, err
 	}
 	log.Info("embeddings", "embedder", embed.Describe(emb))
-	emb = meterEmbeddings(emb, st, log) // spend.go: the usage ledger
+	emb = meterEmbeddings(emb, spend, agentOf, log) // spend.go: reserved, refused at a cap, recorded
 	svc, err := memory.New(memory.Config{Store: st, Embedder: emb, Log: log,
 		MidTermSessions: func() int { return plane.Config().Config.MidTermSessions }})
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -168,42 +169,75 @@ func usageText(ctx context.Context, plane *control.Plane, agentID string) (strin
 	return b.String(), nil
 }
 
-// meteredEmbedder records each embeddings call choird makes (memory
-// chunks, queries) in the usage ledger as agent "-": it counts against
-// the installation's caps, not an agent's. The embedder reports no usage,
-// so the tokens are estimated (a token per four bytes); the embedding
-// model has no price.
+// meteredEmbedder charges each embeddings call choird makes (memory
+// chunks, queries) to the usage ledger: it reserves the call's estimate
+// first (a token per four bytes of the texts, no answer tokens), is
+// refused at a cap like an agent's model call, then records what the call
+// did. The call counts against the installation's caps, and against the
+// agent's own when it embeds the query of an agent's choir.memory.query
+// (the host tool's call names the session); the embedding queue's
+// batches mix agents' chunks and are choird's own (agent "-"). The
+// embedder reports no usage, so the tokens are estimated; the embedding
+// model has a price only if config.json's models names it with one. A
+// refused call fails like a failed one: the chunk is stored without a
+// vector and found by text search, the query falls back to text search.
 type meteredEmbedder struct {
 	embed.Embedder
-	st  *store.Store
-	log *slog.Logger
+	ledger  *ledger.Ledger
+	agentOf func(sessionID string) (string, bool) // nil: every call is choird's own
+	log     *slog.Logger
 }
+
+// ErrEmbeddingRefused is an embeddings call a spend cap refused.
+var ErrEmbeddingRefused = errors.New("embedding refused by a spend cap")
 
 // meterEmbeddings wraps a remote embedder; the offline hashing one makes
 // no model call and is returned as it is.
-func meterEmbeddings(e embed.Embedder, st *store.Store, log *slog.Logger) embed.Embedder {
+func meterEmbeddings(e embed.Embedder, l *ledger.Ledger, agentOf func(string) (string, bool), log *slog.Logger) embed.Embedder {
 	if _, ok := e.(embed.Hashing); ok {
 		return e
 	}
-	return meteredEmbedder{Embedder: e, st: st, log: log}
+	return meteredEmbedder{Embedder: e, ledger: l, agentOf: agentOf, log: log}
 }
 
 func (m meteredEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	began := time.Now()
-	v, err := m.Embedder.Embed(ctx, texts)
 	n := 0
 	for _, t := range texts {
 		n += len(t)
 	}
-	row := store.CallRow{CallID: rpc.NewRequestID(), AgentID: "-", At: time.Now(), Purpose: "embedding", Model: m.Model(),
-		ProviderModel: m.Model(), PromptTokens: int64((n + 3) / 4), Estimated: true, CostSource: rpc.CostNone,
-		LatencyMS: time.Since(began).Milliseconds(), Outcome: rpc.OutcomeOK}
+	agentID, sessionID := "-", ""
+	if call, ok := rpc.CallFrom(ctx); ok && m.agentOf != nil {
+		if id, ok := m.agentOf(call.SessionID); ok {
+			agentID, sessionID = id, call.SessionID
+		}
+	}
+	row := store.CallRow{SessionID: sessionID, CallID: rpc.NewRequestID(), AgentID: agentID, Purpose: "embedding",
+		Model: m.Model(), ProviderModel: m.Model(), PromptTokens: int64((n + 3) / 4), Estimated: true, CostSource: rpc.CostNone}
+	resp, err := m.ledger.Reserve(ctx, agentID, sessionID, rpc.SpendReq{Op: rpc.SpendReserve, CallID: row.CallID,
+		Model: row.Model, Purpose: row.Purpose, PromptTokens: row.PromptTokens})
+	switch {
+	case err != nil:
+		m.log.Warn("embedding call not made: the spend caps could not be checked", "agent_id", agentID, "texts", len(texts), "error", err.Error())
+		return nil, fmt.Errorf("%w: the caps could not be checked: %v", ErrEmbeddingRefused, err)
+	case !resp.Allowed:
+		m.log.Warn("embedding call refused by a spend cap; the text is left to text search", "agent_id", agentID,
+			"texts", len(texts), "cap", resp.Cap, "reason", resp.Message)
+		return nil, fmt.Errorf("%w: %s", ErrEmbeddingRefused, resp.Message)
+	}
+	began := time.Now()
+	v, err := m.Embedder.Embed(ctx, texts)
+	row.At, row.LatencyMS, row.Outcome = time.Now(), time.Since(began).Milliseconds(), rpc.OutcomeOK
 	if err != nil {
 		row.Outcome, row.PromptTokens = "error", 0
 	}
+	if c := m.ledger.Config(); c != nil {
+		if p := c.Models[row.Model].Price; p != nil && err == nil {
+			row.Cost, row.CostSource, row.Currency = p.Cost(row.PromptTokens, 0, 0), rpc.CostPrice, c.Spend.CurrencyOrDefault()
+		}
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if _, rerr := m.st.InsertCall(rctx, row); rerr != nil {
+	if rerr := m.ledger.Record(rctx, row); rerr != nil {
 		m.log.Warn("embedding call not recorded in the usage ledger", "error", rerr.Error())
 	}
 	return v, err

@@ -235,15 +235,21 @@ func (l *Ledger) Settle(ctx context.Context, agentID, sessionID string, req rpc.
 	if rec.Job != "" {
 		lane = "core"
 	}
-	_, err := l.Store.InsertCall(ctx, store.CallRow{SessionID: sessionID, CallID: req.CallID, AgentID: agentID, At: l.now(),
+	return l.Record(ctx, store.CallRow{SessionID: sessionID, CallID: req.CallID, AgentID: agentID, At: l.now(),
 		Lane: lane, Job: rec.Job, Purpose: rec.Purpose, Model: rec.Model, ProviderModel: rec.ProviderModel, Attempt: rec.Attempt,
 		PromptTokens: rec.PromptTokens, CompletionTokens: rec.CompletionTokens, CachedTokens: rec.CachedTokens,
 		Cost: rec.Cost, CostSource: rec.CostSource, Currency: rec.Currency, LatencyMS: rec.LatencyMS, Outcome: rec.Outcome, Estimated: rec.Estimated})
-	if err != nil {
+}
+
+// Record stores a call's record that does not come with a session's log
+// (a settle's unreplicated record, choird's own embedding calls) and
+// closes its reservation.
+func (l *Ledger) Record(ctx context.Context, row store.CallRow) error {
+	if _, err := l.Store.InsertCall(ctx, row); err != nil {
 		return err
 	}
 	l.mu.Lock()
-	delete(l.open, req.CallID)
+	delete(l.open, row.CallID)
 	l.mu.Unlock()
 	return nil
 }
