@@ -8,7 +8,9 @@ import (
 )
 
 // checkSpend says which caps hold model calls and which models have no
-// price: under a cap in currency those count in tokens only (issue 23).
+// price (issue 23): their calls have no cost in the ledger, and a cap in
+// currency does not count them. An unpriced model is a warning whether or
+// not a cap is set.
 func (d *Doctor) checkSpend(ctx context.Context) Result {
 	l := d.getLoaded()
 	if l == nil {
@@ -16,27 +18,35 @@ func (d *Doctor) checkSpend(ctx context.Context) Result {
 	}
 	c := l.Config
 	capped := c.Spend.Capped()
-	currency := c.Spend != nil && (c.Spend.PerDay != nil || c.Spend.PerMonth != nil)
 	var agents []string
 	for _, id := range config.SortedNames(c.Agents) {
 		if s := c.Agents[id].Spend; s.Capped() {
 			capped = true
 			agents = append(agents, id)
-			currency = currency || s.PerDay != nil || s.PerMonth != nil
 		}
 	}
-	if !capped {
-		return skip("no spend caps (config.json spend, agents.<id>.spend): model calls are recorded in the ledger, not limited")
-	}
-	detail := "caps on the installation"
-	if c.Spend == nil || !c.Spend.Capped() {
+	detail := "no spend caps (config.json spend, agents.<id>.spend): model calls are recorded in the ledger, not limited"
+	switch {
+	case !capped:
+	case c.Spend == nil || !c.Spend.Capped():
 		detail = "caps on " + strings.Join(agents, ", ")
-	} else if len(agents) > 0 {
-		detail += " and on " + strings.Join(agents, ", ")
+	case len(agents) > 0:
+		detail = "caps on the installation and on " + strings.Join(agents, ", ")
+	default:
+		detail = "caps on the installation"
 	}
-	if unpriced := c.Unpriced(); currency && len(unpriced) > 0 {
-		return bad(Warn, "add models.<name>.price = {\"input\": …, \"output\": …, \"cached_input\": …} per million tokens in spend.currency, or cap in tokens (per_day_tokens, per_month_tokens)",
-			"%s in %s; models without a price count in tokens only, not against a cap in currency: %s", detail, c.Spend.CurrencyOrDefault(), strings.Join(unpriced, ", "))
+	if unpriced := c.Unpriced(); len(unpriced) > 0 {
+		currency := c.Spend.CurrencyOrDefault()
+		fix := "add models.<name>.price = {\"input\": …, \"output\": …, \"cached_input\": …} per million tokens in " + currency
+		what := "models without a price have no cost in the ledger (tokens only, unless the provider reports one)"
+		if config.CurrencyCapped(c) {
+			fix += ", or cap in tokens (per_day_tokens, per_month_tokens)"
+			what += " and do not count against a cap in " + currency
+		}
+		return bad(Warn, fix, "%s; %s: %s", detail, what, strings.Join(unpriced, ", "))
 	}
-	return ok("%s", detail)
+	if !capped {
+		return skip("%s", detail)
+	}
+	return ok("%s in %s", detail, c.Spend.CurrencyOrDefault())
 }

@@ -149,17 +149,35 @@ func (c *Config) Unpriced() []string {
 	return out
 }
 
-// UnpricedWarning says, when a cap in currency is set, which models have
-// no price and so count in tokens only; "" when nothing is to say.
+// UnpricedWarning names the models without a price, whatever the caps:
+// their calls are recorded with tokens and no cost (unless the provider
+// reports one), and a cap in currency does not count them. It says what
+// to add; "" when every model has a price.
 func UnpricedWarning(c *Config) string {
-	currency := c.Spend != nil && (c.Spend.PerDay != nil || c.Spend.PerMonth != nil)
-	for _, a := range c.Agents {
-		currency = currency || (a.Spend != nil && (a.Spend.PerDay != nil || a.Spend.PerMonth != nil))
-	}
 	unpriced := c.Unpriced()
-	if !currency || len(unpriced) == 0 {
+	if len(unpriced) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("models without a price count in tokens only, not against the caps in %s: %s (set models.<name>.price, or cap in tokens)",
-		c.Spend.CurrencyOrDefault(), strings.Join(unpriced, ", "))
+	currency := c.Spend.CurrencyOrDefault()
+	w := fmt.Sprintf("models without a price have no cost in the usage ledger (tokens only, unless the provider reports a cost): %s; "+
+		"add models.<name>.price = {\"input\": …, \"output\": …, \"cached_input\": …} per million tokens in %s",
+		strings.Join(unpriced, ", "), currency)
+	if CurrencyCapped(c) {
+		w += fmt.Sprintf(" (a cap in %s does not count their calls), or cap in tokens (per_day_tokens, per_month_tokens)", currency)
+	}
+	return w
+}
+
+// CurrencyCapped says whether the installation or an agent has a cap in
+// currency (per_day or per_month).
+func CurrencyCapped(c *Config) bool {
+	if c.Spend != nil && (c.Spend.PerDay != nil || c.Spend.PerMonth != nil) {
+		return true
+	}
+	for _, a := range c.Agents {
+		if a.Spend != nil && (a.Spend.PerDay != nil || a.Spend.PerMonth != nil) {
+			return true
+		}
+	}
+	return false
 }

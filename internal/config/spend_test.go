@@ -46,12 +46,32 @@ func TestPriceAndUnpriced(t *testing.T) {
 		t.Errorf("nil price Cost = %v; want 0", got)
 	}
 	five := 5.0
-	c := &Config{Models: map[string]Model{"a": {Price: p}, "b": {}}, Spend: &Spend{PerDay: &five}}
-	if w := UnpricedWarning(c); !strings.Contains(w, "b") || !strings.Contains(w, "USD") {
-		t.Errorf("UnpricedWarning = %q; want b named", w)
+	for _, tc := range []struct {
+		name  string
+		spend *Spend
+		want  []string
+		not   []string
+	}{
+		{"no caps", nil, []string{"without a price", ": b;", "models.<name>.price", "in USD"}, []string{"cap in"}},
+		{"a cap in currency", &Spend{Currency: "EUR", PerDay: &five}, []string{": b;", "models.<name>.price", "in EUR", "does not count their calls", "per_day_tokens"}, nil},
+		{"caps in tokens", &Spend{PerDayTokens: new(int64)}, []string{": b;", "models.<name>.price"}, []string{"cap in"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := &Config{Models: map[string]Model{"a": {Price: p}, "b": {}}, Spend: tc.spend}
+			w := UnpricedWarning(c)
+			for _, s := range tc.want {
+				if !strings.Contains(w, s) {
+					t.Errorf("UnpricedWarning = %q; want it to say %q", w, s)
+				}
+			}
+			for _, s := range tc.not {
+				if strings.Contains(w, s) {
+					t.Errorf("UnpricedWarning = %q; want no %q", w, s)
+				}
+			}
+		})
 	}
-	c.Spend = &Spend{PerDayTokens: new(int64)}
-	if w := UnpricedWarning(c); w != "" {
-		t.Errorf("UnpricedWarning with token caps only = %q; want none", w)
+	if w := UnpricedWarning(&Config{Models: map[string]Model{"a": {Price: p}}}); w != "" {
+		t.Errorf("UnpricedWarning with every model priced = %q; want none", w)
 	}
 }
