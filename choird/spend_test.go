@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"choir/choird/control"
 	"choir/choird/ledger"
 	"choir/choird/store"
 	"choir/internal/config"
 	"choir/internal/embed"
+	"choir/internal/logs"
 	"choir/internal/rpc"
 )
 
@@ -121,5 +124,71 @@ func TestEmbeddingCallsAreRefusedAtTheCap(t *testing.T) {
 	rows, err := st.Usage(ctx, store.UsageQuery{By: "agent"})
 	if err != nil || len(rows) != 1 || rows[0].Calls != 1 || rows[0].PromptTokens != 8 {
 		t.Errorf("usage = %+v, %v; want the one call made, 8 tokens", rows, err)
+	}
+}
+
+// /usage's text: an agent's calls this month by model (cached tokens,
+// cost in the installation's currency, unpriced calls said) and its
+// spend today against its daily cap; every agent's for an admin. The
+// same line is /status's and agent status's spend line.
+func TestUsageTextAndTodaysSpend(t *testing.T) {
+	st, ctx := alphaStore(t)
+	five := 5.0
+	cfg := &config.Config{Spend: &config.Spend{Currency: "EUR"},
+		Agents: map[string]config.Agent{"alpha": {Spend: &config.Spend{PerDay: &five}}, "beta": {}},
+		Models: map[string]config.Model{"m": {Price: &config.Price{Input: 1, Output: 1}}, "n": {}}}
+	lm, err := logs.NewManager(filepath.Join(t.TempDir(), "logs"), 1000, slog.LevelInfo, logs.NewRedactor())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lm.Close() })
+	plane := control.New(config.Home{Dir: t.TempDir()}, lm)
+	plane.SetConfig(&config.Loaded{Config: cfg})
+	l := spendLedger(st, cfg, nil)
+	plane.SetUsage(usageView{st: st, ledger: l, config: func() *config.Config { return cfg }})
+	now := time.Now()
+	for _, r := range []store.CallRow{
+		{CallID: "c1", AgentID: "alpha", Model: "m", Purpose: "turn", PromptTokens: 1000, CachedTokens: 600, CompletionTokens: 100, Cost: 0.5, CostSource: rpc.CostPrice, Outcome: rpc.OutcomeOK},
+		{CallID: "c2", AgentID: "alpha", Model: "n", Purpose: "compaction", PromptTokens: 300, CompletionTokens: 30, CostSource: rpc.CostNone, Outcome: rpc.OutcomeOK},
+		{CallID: "c3", AgentID: "beta", Model: "n", Purpose: "turn", PromptTokens: 10, CompletionTokens: 1, CostSource: rpc.CostNone, Outcome: rpc.OutcomeOK},
+	} {
+		r.SessionID, r.At = "s-"+r.AgentID, now
+		if _, err := st.InsertCall(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	month := time.Date(now.UTC().Year(), now.UTC().Month(), 1, 0, 0, 0, 0, time.UTC).Format("2006-01-02")
+	reset := now.UTC().Truncate(24*time.Hour).AddDate(0, 0, 1).Format("2006-01-02 15:04 UTC")
+	today := "today 0.50 EUR of 5.00 EUR (daily cap), resets " + reset
+
+	got, err := usageText(ctx, plane, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "Model calls since " + month + " (UTC):\n" +
+		"m: 1 calls, 1000 prompt (600 cached) + 100 completion tokens, 0.5000 EUR\n" +
+		"n: 1 calls, 300 prompt (0 cached) + 30 completion tokens, 0.0000 EUR (1 calls unpriced)\n" +
+		"alpha: " + today + "\n"
+	if got != want {
+		t.Errorf("/usage of alpha =\n%s\nwant\n%s", got, want)
+	}
+	got, err = usageText(ctx, plane, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range []string{"alpha: 2 calls, 1300 prompt (600 cached) + 130 completion tokens, 0.5000 EUR (1 calls unpriced)\n",
+		"beta: 1 calls, 10 prompt (0 cached) + 1 completion tokens, 0.0000 EUR (1 calls unpriced)\n", "alpha: " + today + "\n"} {
+		if !strings.Contains(got, line) {
+			t.Errorf("/usage of every agent =\n%s\nwant a line %q", got, line)
+		}
+	}
+	if strings.Contains(got, "beta: today") {
+		t.Errorf("/usage of every agent =\n%s\nwant no spend line for beta (no daily cap)", got)
+	}
+	if s := plane.UsageToday(ctx, "alpha"); s != today {
+		t.Errorf("status spend of alpha = %q; want %q", s, today)
+	}
+	if s := plane.UsageToday(ctx, "beta"); s != "" {
+		t.Errorf("status spend of beta = %q; want none (no daily cap)", s)
 	}
 }

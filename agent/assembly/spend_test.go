@@ -183,6 +183,38 @@ func TestRefusedReserveMakesNoCall(t *testing.T) {
 	})
 }
 
+// A provider that reports its own cost (OpenRouter's usage.cost) is
+// believed over the model's price: the record, its settle and the "llm
+// call" line carry that cost, marked provider, with the cached tokens of
+// prompt_tokens_details.
+func TestProviderCostWinsOverThePrice(t *testing.T) {
+	model := openaitest.New(t)
+	c := &spendChoird{lanesChoird: newLanesChoird(map[string]config.Model{"m": {Provider: "openrouter", Model: "m1", Endpoint: model.URL(), Secret: "k",
+		Price: &config.Price{Input: 100, Output: 100}}}, "m", "", map[string]string{"k": "sk-k-12345"})}
+	model.Expect(openaitest.Chat().ReplyRaw(http.StatusOK, `{"id":"gen-1","object":"chat.completion","model":"vendor/m1-2026",
+		"choices":[{"index":0,"message":{"role":"assistant","content":"Priced by the provider."},"finish_reason":"stop"}],
+		"usage":{"prompt_tokens":1200,"completion_tokens":30,"total_tokens":1230,"prompt_tokens_details":{"cached_tokens":1000},"cost":0.00042}}`))
+	srv, logs := spendRuntime(t, c)
+	srv.Publish("s-1", rpc.EventUserMessage, rpc.UserMessage{ID: "m1", From: "console", Text: "hi"})
+	if r := c.waitDM(t, rpc.DMReply); r.Text != "Priced by the provider." {
+		t.Fatalf("reply = %+v", r)
+	}
+	var recs []rpc.CallRecord
+	c.waitFor(t, "the ModelCall event replicated", func() bool { recs = c.callRecords(t); return len(recs) == 1 })
+	if r := recs[0]; r.Cost != 0.00042 || r.CostSource != rpc.CostProvider || r.CachedTokens != 1000 || r.PromptTokens != 1200 ||
+		r.CompletionTokens != 30 || r.ProviderModel != "vendor/m1-2026" || r.Estimated {
+		t.Errorf("record = %+v; want the provider's cost 0.00042 (not the price's 0.123), 1000 of 1200 prompt tokens cached, the model it answered with", r)
+	}
+	var settles []rpc.SpendReq
+	c.waitFor(t, "the settle", func() bool { _, settles = c.spendCalls(); return len(settles) == 1 })
+	if r := settles[0].Record; r == nil || r.Cost != 0.00042 || r.CostSource != rpc.CostProvider {
+		t.Errorf("settle = %+v; want the provider's cost", settles[0])
+	}
+	if l := logs.String(); !strings.Contains(l, `"cost":0.00042`) || !strings.Contains(l, `"cost_source":"provider"`) || !strings.Contains(l, `"cached_tokens":1000`) {
+		t.Errorf("the llm call line lacks the provider's cost or the cached tokens:\n%s", l)
+	}
+}
+
 func TestReserveOutputAndPromptEstimate(t *testing.T) {
 	ten, body := 10, map[string]json.RawMessage{"max_tokens": json.RawMessage(`321`)}
 	for _, tt := range []struct {

@@ -105,6 +105,8 @@ type fakeControl struct {
 	onSend   func() // benchmarks: called at each SendUserMessage
 	// edge, when set, is the edge lane's report in Status.
 	edge *rpc.StatusReq
+	// spend is Status's spend line (choird's ledger.Today).
+	spend string
 }
 
 var _ gateway.Control = (*fakeControl)(nil)
@@ -197,8 +199,9 @@ func (f *fakeControl) Status(agent string) (ctl.AgentStatus, error) {
 	if f.edge != nil {
 		edge = *f.edge
 	}
+	spend := f.spend
 	f.mu.Unlock()
-	return ctl.AgentStatus{AgentID: agent, State: "running", SessionID: "sess-" + agent, Uptime: "5m",
+	return ctl.AgentStatus{AgentID: agent, State: "running", SessionID: "sess-" + agent, Uptime: "5m", Spend: spend,
 		Bindings: &rpc.ResourceBindings{Workspace: "ws-" + agent, LLM: "small", DM: "?"},
 		Lanes:    map[string]rpc.StatusReq{"edge": edge}}, nil
 }

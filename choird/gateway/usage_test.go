@@ -28,3 +28,21 @@ func TestUsageScope(t *testing.T) {
 		t.Errorf("usage commands = %q; want %q", strings.Join(got, " "), want)
 	}
 }
+
+// /status shows today's spend against the daily caps on its own line, as
+// choird's ledger says it, and no spend line when no daily cap applies.
+func TestStatusShowsSpend(t *testing.T) {
+	h := newHarness(t, nil)
+	h.fc.bind("alice", "alpha")
+	if got := h.say(aliceUser, "/status"); strings.Contains(got, "spend") {
+		t.Errorf("/status without a daily cap = %q; want no spend line", got)
+	}
+	today := "today 3.20 USD of 5.00 USD (daily cap), resets 2026-11-26 00:00 UTC"
+	h.fc.mu.Lock()
+	h.fc.spend = today
+	h.fc.mu.Unlock()
+	got := h.say(aliceUser, "/status")
+	if !strings.Contains(got, "\nspend: "+today+"\n") {
+		t.Errorf("/status = %q; want the line %q", got, "spend: "+today)
+	}
+}
