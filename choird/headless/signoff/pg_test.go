@@ -163,7 +163,14 @@ func (c *choird) start(t *testing.T) {
 		}
 		c.runner.Loop(ctx, 2, nil)
 	}()
-	c.stop = func() { cancel(); <-done; c.client.Close(); srv.Close(); c.svc.Close(); lm.Close() }
+	c.stop = func() {
+		cancel()
+		<-done
+		c.client.Close()
+		srv.Close()
+		c.svc.Close()
+		lm.Close()
+	}
 	t.Cleanup(func() {
 		if c.stop != nil {
 			c.stop()
