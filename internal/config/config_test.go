@@ -55,6 +55,18 @@ func TestExampleConfigIsValid(t *testing.T) {
 	if _, ok := c.Models["sonnet"].ReasoningEffort.Get(); ok {
 		t.Errorf("sonnet reasoning_effort is set; want null")
 	}
+	// The issue 23 sections: prices and caps, fallback, request
+	// templates, model roles, the loop breaker.
+	o3, a1 := c.Models["o3"], c.Agents["agent-1"]
+	if o3.Price == nil || o3.Price.Output != 8 || len(o3.Fallback) != 2 || o3.Request == nil || o3.Request.Headers["X-Gateway-Key"].Secret != "gateway-key" {
+		t.Errorf("models.o3 = %+v; want its price, fallback and request template", o3)
+	}
+	if c.Spend == nil || c.Spend.PerDay == nil || *c.Spend.PerDay != 20 || a1.Spend == nil || a1.Spend.PerDayTokens == nil {
+		t.Errorf("spend = %+v, agents.agent-1.spend = %+v; want both read", c.Spend, a1.Spend)
+	}
+	if a1.Defaults.CoreLLM != "o3" || a1.Defaults.SummaryLLM != "gpt4o" || c.LoopBreaker != (LoopBreaker{Repeats: 3, StaleSteps: 6}) {
+		t.Errorf("core_llm %q, summary_llm %q, loop_breaker %+v; want o3, gpt4o, 3/6", a1.Defaults.CoreLLM, a1.Defaults.SummaryLLM, c.LoopBreaker)
+	}
 }
 
 func TestDefaultsWhenOmitted(t *testing.T) {
