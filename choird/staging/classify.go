@@ -53,6 +53,7 @@ var rules = map[string]rule{
 	"dms":           {class: ctl.ClassRestart, why: restartChoird},
 	"postgres":      {class: ctl.ClassRestart, why: restartChoird},
 	"metrics":       {class: ctl.ClassRestart, why: restartChoird},
+	"runtime":       {class: ctl.ClassRestart, why: restartChoird},
 	"agents": {class: ctl.ClassNextStart, why: nextStart, noun: "agent",
 		held: func(id string, _ rpc.ResourceBindings) []string { return []string{id} }, removeHeld: true},
 

@@ -20,6 +20,7 @@ func TestEveryConfigMemberIsClassified(t *testing.T) {
 	c.Embedding = &config.Embedding{}
 	c.Metrics = &config.Metrics{}
 	c.Spend = &config.Spend{}
+	c.Runtime = &config.Runtime{}
 	for key := range members(&c) {
 		if _, ok := rules[key]; !ok {
 			t.Errorf("config.json member %q has no rule in staging.rules: say whether a change of it is hot-reload, next-start or restart-required", key)

@@ -40,6 +40,9 @@ type Config struct {
 	// Headless is the operator's mood overrides for headless runs
 	// (headless.go).
 	Headless *Headless `json:"headless,omitempty"`
+	// Runtime says where agents run (runtime.go); nil means the local
+	// engine.
+	Runtime *Runtime `json:"runtime,omitempty"`
 
 	Tunables
 }
@@ -54,6 +57,9 @@ type Repo struct {
 // Workspace is a host directory leased to one agent at a time (§15.4).
 type Workspace struct {
 	Path string `json:"path"`
+	// Node, with the swarm runtime, is the choir.node label of the Swarm
+	// node that holds Path: an agent leasing the workspace runs there.
+	Node string `json:"node,omitempty"`
 }
 
 // Model is a named OpenAI-compatible chat model (§21.2).

@@ -49,6 +49,7 @@ func Validate(c *Config, secrets Secrets) error {
 	v.agents()
 	v.tunables()
 	v.metrics()
+	v.runtime() // runtime.go
 	v.spend()
 	v.headless()
 	v.network() // network.go
