@@ -242,7 +242,18 @@ func (s *Server) call(ctx context.Context, name, hash string, args json.RawMessa
 		}
 		s.mu.Unlock()
 	})
-	return c.CallTool(ctx, name, args)
+	res, err := c.CallTool(ctx, name, args)
+	var re *mcp.RPCError
+	if err != nil && ctx.Err() == nil && s.decl.Transport == mcpdecl.HTTP && !errors.As(err, &re) {
+		// Not the server's answer: it is unreachable, or its session is
+		// gone (server-everything, restarted, answers an old session with
+		// 400, not the 404 after which the client starts a new one). The
+		// connection is dropped so that run connects again, with a new
+		// session, instead of failing every later call on the old one.
+		s.log.Warn("MCP server over HTTP failed a call; connecting again", "error", err.Error())
+		go c.Close()
+	}
+	return res, err
 }
 
 type progressKey struct{}
