@@ -168,3 +168,48 @@ func TestBootstrapRefusesOtherDims(t *testing.T) {
 		t.Errorf("Bootstrap with other dimensions = %v; want a dimensions error", err)
 	}
 }
+
+// TestBootstrapGoesInBatchesAndResumes: on one connection, agents beyond
+// one batch all get their schemas; a batch that fails rolls back alone
+// (the batches before it keep their schemas) and says which agent and why;
+// once the cause is gone the next Bootstrap finishes the rest.
+func TestBootstrapGoesInBatchesAndResumes(t *testing.T) {
+	s := newStore(t, Config{MaxConns: 1})
+	s.batch = 2
+	ctx := ctxT(t)
+	// dave's memory tables were made for another embedding model, and
+	// his knowledge tables are gone: Bootstrap must create him again and
+	// then refuses his memory_embeddings.
+	if err := s.Bootstrap(ctx, []string{"dave"}, dims+1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, "DROP TABLE "+s.ns+"_dave.knowledge_documents CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	agents := []string{"ann", "bob", "cat", "dave", "eve"}
+	err := s.Bootstrap(ctx, agents, dims)
+	if err == nil || !strings.Contains(err.Error(), `agent "dave"`) || !strings.Contains(err.Error(), fmt.Sprintf("has %d dimensions but the embedding model has %d", dims+1, dims)) {
+		t.Fatalf("Bootstrap(%q) with dave's tables of other dimensions = %v; want an error naming dave and the dimensions", agents, err)
+	}
+	if missing, err := s.MissingTables(ctx, []string{"ann", "bob"}); err != nil || len(missing) != 0 {
+		t.Errorf("after a later batch failed, MissingTables(ann, bob) = %q, %v; want none: the first batch stays", missing, err)
+	}
+	if missing, err := s.MissingTables(ctx, []string{"cat"}); err != nil || len(missing) == 0 {
+		t.Errorf("MissingTables(cat) = %q, %v; want its tables missing: its batch failed with dave's", missing, err)
+	}
+
+	if _, err := s.pool.Exec(ctx, "DROP SCHEMA "+s.ns+"_dave CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bootstrap(ctx, agents, dims); err != nil {
+		t.Fatalf("Bootstrap(%q) once dave's old tables are gone = %v", agents, err)
+	}
+	if missing, err := s.MissingTables(ctx, agents); err != nil || len(missing) != 0 {
+		t.Errorf("MissingTables(%q) = %q, %v; want none", agents, missing, err)
+	}
+	for _, id := range agents {
+		if _, err := s.CreateSession(ctx, NewSession{SessionID: "s-" + id, AgentID: id, LeaseID: "l-" + id, StartedAt: time.Now()}); err != nil {
+			t.Errorf("CreateSession for %s = %v; want the agent registered", id, err)
+		}
+	}
+}

@@ -70,6 +70,7 @@ type Store struct {
 	pool    *pgxpool.Pool
 	ns      string
 	control string // quoted control schema name
+	batch   int    // agents per bootstrap transaction; 0 is BootstrapBatch
 }
 
 var namespaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)
