@@ -24,10 +24,14 @@ say() { printf '\n== %s\n' "$*"; }
 # prometheus for `promtool check metrics` of choird's /metrics (its server
 # is stopped and disabled below: nothing of it may listen); docker-registry
 # (Distribution) for the Swarm tests' registry (its system service is
-# disabled below: the harness runs its own on a free port).
+# disabled below: the harness runs its own on a free port); postgresql-15
+# and its server headers with make and gcc, for the native Postgres of
+# testkit/pgnative (two choird replicas, advisory locks) with pgvector
+# compiled below (its cluster service is stopped: the harness starts its
+# own).
 packages="git docker.io busybox-static curl ripgrep ca-certificates debootstrap systemd
   chromium dovecot-imapd dovecot-lmtpd python3-aiosmtpd openssh-server openssh-client openssl
-  prometheus docker-registry"
+  prometheus docker-registry postgresql-15 postgresql-server-dev-15 make gcc libc6-dev"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
@@ -43,6 +47,24 @@ if [ -n "$missing" ]; then
   case " $missing " in *" docker-registry "*)
     systemctl disable --now docker-registry >/dev/null 2>&1 || true ;;
   esac
+  case " $missing " in *" postgresql-15 "*)
+    systemctl disable --now postgresql >/dev/null 2>&1 || pg_ctlcluster 15 main stop >/dev/null 2>&1 || true ;;
+  esac
+fi
+
+# pgvector for the native Postgres (Debian has no package): its C source
+# as the Go module proxy serves it (nothing else is downloaded), built
+# against postgresql-server-dev-15 and installed once.
+pgconfig=/usr/lib/postgresql/15/bin/pg_config
+pgvector=v0.8.0
+if [ ! -f "$($pgconfig --sharedir)/extension/vector--0.8.0.sql" ]; then
+  say "building pgvector $pgvector from the Go module proxy's source"
+  src=$(GOFLAGS=-mod=mod go mod download -json "github.com/pgvector/pgvector@$pgvector" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
+  build=$(mktemp -d)
+  cp -r "$src"/. "$build" && chmod -R u+w "$build"
+  make -C "$build" PG_CONFIG=$pgconfig >/dev/null
+  make -C "$build" PG_CONFIG=$pgconfig install >/dev/null
+  rm -rf "$build"
 fi
 
 if [ -f testkit/pgtest/package-lock.json ]; then
