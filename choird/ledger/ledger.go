@@ -60,11 +60,16 @@ type Ledger struct {
 	Now    func() time.Time // nil: time.Now
 	TTL    time.Duration    // 0: DefaultTTL
 
-	mu     sync.Mutex
-	open   map[string]*reservation // by call id
-	warned map[string]bool         // scope, cap and period: notices claimed
-	allow  []store.Allowance
-	loaded bool
+	mu   sync.Mutex
+	open map[string]*reservation // by call id
+	seq  int64                   // reservations closed so far
+	// reading counts the reserves reading the totals, by the seq they
+	// began at; closed keeps the reservations closed since the oldest.
+	reading map[int64]int
+	closed  []closedRes
+	warned  map[string]bool // scope, cap and period: notices claimed
+	allow   []store.Allowance
+	loaded  bool
 }
 
 type reservation struct {
@@ -73,6 +78,13 @@ type reservation struct {
 	tokens         int64
 	expires        time.Time
 	settled        bool
+}
+
+// closedRes is a reservation closed while a reserve read the totals.
+type closedRes struct {
+	id  string
+	seq int64
+	r   *reservation
 }
 
 // cap is one limit that applies to a call.
@@ -133,33 +145,83 @@ func periods(t time.Time) (day, month, nextDay, nextMonth time.Time) {
 }
 
 // Reserve answers SPEND reserve for a session of agentID.
+//
+// The ledger's lock is not held across the database round trip, so
+// reservations (of any agents) do not wait for each other's reads: the
+// totals are read unlocked, then the caps are checked and the
+// reservation opened under the lock, in memory. A reservation closed
+// while the totals were read (its record stored meanwhile, which the read
+// may have missed) is still counted by that check (closedSince), so a
+// check never counts less than what the ledger and the reservations hold
+// together; at worst it counts a call twice (pessimistic).
 func (l *Ledger) Reserve(ctx context.Context, agentID, sessionID string, req rpc.SpendReq) (rpc.SpendResp, error) {
 	cfg := l.Config()
 	caps := limits(cfg, agentID)
 	if len(caps) == 0 {
 		return rpc.SpendResp{Allowed: true}, nil
 	}
-	currency := cfg.Spend.CurrencyOrDefault()
-	worstTokens := req.PromptTokens + req.MaxOutputTokens
-	worstCost := cfg.Models[req.Model].Price.Cost(req.PromptTokens, 0, req.MaxOutputTokens)
 	now := l.now()
-	day, month, nextDay, nextMonth := periods(now)
+	day, month, _, _ := periods(now)
 
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if err := l.loadAllowances(ctx, now); err != nil {
+		l.mu.Unlock()
 		return rpc.SpendResp{}, err
 	}
 	ids := l.expire(now)
+	since := l.seq
+	if l.reading == nil {
+		l.reading = map[int64]int{}
+	}
+	l.reading[since]++
+	l.mu.Unlock()
+
 	tot, err := l.Store.SpendTotals(ctx, agentID, day, month, ids)
+
+	l.mu.Lock()
+	var resp rpc.SpendResp
+	var claims []notice
+	if err == nil {
+		resp, claims = l.decide(cfg, caps, agentID, sessionID, req, now, tot, since)
+	}
+	l.doneReading(since)
+	l.mu.Unlock()
 	if err != nil {
 		return rpc.SpendResp{}, fmt.Errorf("spend caps: %w", err)
 	}
+	for _, n := range claims {
+		if first, err := l.Store.ClaimSpendNotice(ctx, n.key, now); err != nil {
+			// Better a notice twice than none: send it.
+			l.Log.Warn("spend notice not recorded", "agent_id", agentID, "cap", n.cap, "error", err)
+		} else if !first {
+			continue // sent before this choird started
+		}
+		if l.Notify != nil {
+			go l.Notify(agentID, n.text)
+		}
+	}
+	return resp, nil
+}
+
+// notice is a warn_at notice to claim and send.
+type notice struct{ key, cap, text string }
+
+// decide checks the caps against tot (read after the reservation count
+// was since) and the reservations, and opens the call's reservation when
+// they allow it. l.mu is held.
+func (l *Ledger) decide(cfg *config.Config, caps []limit, agentID, sessionID string, req rpc.SpendReq, now time.Time,
+	tot store.Totals, since int64) (rpc.SpendResp, []notice) {
+	currency := cfg.Spend.CurrencyOrDefault()
+	worstTokens := req.PromptTokens + req.MaxOutputTokens
+	worstCost := cfg.Models[req.Model].Price.Cost(req.PromptTokens, 0, req.MaxOutputTokens)
+	day, month, nextDay, nextMonth := periods(now)
+	stored := make(map[string]bool, len(tot.Stored))
 	for _, id := range tot.Stored {
-		delete(l.open, id) // counted in the totals now
+		stored[id] = true
+		l.close(id) // counted in the totals now
 	}
 	var openAgent, openAll store.Spent
-	for _, r := range l.open {
+	add := func(r *reservation) {
 		openAll.Cost += r.cost
 		openAll.Tokens += r.tokens
 		if r.agent == agentID {
@@ -167,7 +229,15 @@ func (l *Ledger) Reserve(ctx context.Context, agentID, sessionID string, req rpc
 			openAgent.Tokens += r.tokens
 		}
 	}
-	var notices []string
+	for _, r := range l.open {
+		add(r)
+	}
+	for _, c := range l.closed {
+		if c.seq > since && !stored[c.id] {
+			add(c.r) // closed while tot was read: its record may not be in tot
+		}
+	}
+	var notices []notice
 	for _, c := range caps {
 		spent := pick(tot, c, openAgent, openAll)
 		worst := worstCost
@@ -195,27 +265,52 @@ func (l *Ledger) Reserve(ctx context.Context, agentID, sessionID string, req rpc
 				l.warned = map[string]bool{}
 			}
 			l.warned[wkey] = true
-			if first, err := l.Store.ClaimSpendNotice(ctx, wkey, now); err != nil {
-				// Better a notice twice than none: send it.
-				l.Log.Warn("spend notice not recorded", "agent_id", agentID, "cap", c.scope+" "+c.key, "error", err)
-			} else if !first {
-				continue // sent before this choird started
-			}
-			notices = append(notices, fmt.Sprintf("Spend notice: %s has used %s of its %s (%s, %.0f%%). It resets %s.",
-				who(c, agentID), amount(spent+worst, c.tokens, currency), capName(c), amount(max, c.tokens, currency),
-				100*(spent+worst)/max, reset.Format("2006-01-02 15:04 UTC")))
+			notices = append(notices, notice{key: wkey, cap: c.scope + " " + c.key,
+				text: fmt.Sprintf("Spend notice: %s has used %s of its %s (%s, %.0f%%). It resets %s.",
+					who(c, agentID), amount(spent+worst, c.tokens, currency), capName(c), amount(max, c.tokens, currency),
+					100*(spent+worst)/max, reset.Format("2006-01-02 15:04 UTC"))})
 		}
 	}
 	if l.open == nil {
 		l.open = map[string]*reservation{}
 	}
 	l.open[req.CallID] = &reservation{agent: agentID, session: sessionID, cost: worstCost, tokens: worstTokens, expires: now.Add(l.ttl())}
-	if l.Notify != nil {
-		for _, n := range notices {
-			go l.Notify(agentID, n)
+	return rpc.SpendResp{Allowed: true}, notices
+}
+
+// close ends a reservation (its record is in the ledger, or will never
+// come). While a reserve reads the totals, it is kept in closed for that
+// reserve to count. l.mu is held.
+func (l *Ledger) close(id string) {
+	r := l.open[id]
+	if r == nil {
+		return
+	}
+	delete(l.open, id)
+	l.seq++
+	if len(l.reading) > 0 {
+		l.closed = append(l.closed, closedRes{id: id, seq: l.seq, r: r})
+	}
+}
+
+// doneReading ends a reserve's read begun at since, and forgets the
+// closed reservations no read still under way needs. l.mu is held.
+func (l *Ledger) doneReading(since int64) {
+	if l.reading[since]--; l.reading[since] <= 0 {
+		delete(l.reading, since)
+	}
+	oldest := int64(math.MaxInt64)
+	for s := range l.reading {
+		oldest = min(oldest, s)
+	}
+	keep := l.closed[:0]
+	for _, c := range l.closed {
+		if c.seq > oldest {
+			keep = append(keep, c)
 		}
 	}
-	return rpc.SpendResp{Allowed: true}, nil
+	clear(l.closed[len(keep):])
+	l.closed = keep
 }
 
 // Settle answers SPEND settle: the reservation shrinks (or grows) to what
@@ -249,7 +344,7 @@ func (l *Ledger) Record(ctx context.Context, row store.CallRow) error {
 		return err
 	}
 	l.mu.Lock()
-	delete(l.open, row.CallID)
+	l.close(row.CallID)
 	l.mu.Unlock()
 	return nil
 }
@@ -347,7 +442,7 @@ func (l *Ledger) expire(now time.Time) []string {
 	for id, r := range l.open {
 		if now.After(r.expires) {
 			l.Log.Warn("spend reservation expired without its record", "agent_id", r.agent, "session_id", r.session, "call_id", id)
-			delete(l.open, id)
+			l.close(id)
 			continue
 		}
 		ids = append(ids, id)

@@ -21,6 +21,9 @@ type fakeStore struct {
 	allow  []store.Allowance
 	totals int // SpendTotals calls
 	sent   map[string]bool
+	// read, when set, is called by SpendTotals with the agent asked for,
+	// after the totals are taken and before they are returned.
+	read func(agentID string)
 }
 
 func (f *fakeStore) ClaimSpendNotice(_ context.Context, key string, _ time.Time) (bool, error) {
@@ -62,6 +65,11 @@ func (f *fakeStore) SpendTotals(_ context.Context, agentID string, day, month ti
 		if _, ok := f.rows[id]; ok {
 			t.Stored = append(t.Stored, id)
 		}
+	}
+	if read := f.read; read != nil {
+		f.mu.Unlock()
+		read(agentID)
+		f.mu.Lock()
 	}
 	return t, nil
 }
@@ -329,5 +337,91 @@ func TestParallelReservationsStayUnderTheCap(t *testing.T) {
 	wg.Wait()
 	if granted != 10_000 {
 		t.Errorf("granted %d tokens to 64 calls of 1000 at once; want exactly the cap, 10000", granted)
+	}
+}
+
+// installationTokens caps the installation's day at max tokens; agents a1
+// and a2 have no caps of their own.
+func installationTokens(max int64) *config.Config {
+	return &config.Config{Spend: &config.Spend{PerDayTokens: &max},
+		Models: map[string]config.Model{"m": {}}, Agents: map[string]config.Agent{"a1": {}, "a2": {}}}
+}
+
+// A reserve reading the ledger does not hold up another agent's: the
+// lock is not held across the database round trip.
+func TestReservesDoNotWaitForEachOthersRead(t *testing.T) {
+	l, fs, _, _ := newLedger(t, installationTokens(100_000))
+	entered, release := make(chan struct{}), make(chan struct{})
+	fs.read = func(agent string) {
+		if agent == "a1" {
+			close(entered)
+			<-release
+		}
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := l.Reserve(context.Background(), "a1", "s-a1", rpc.SpendReq{Op: rpc.SpendReserve, CallID: "slow", Model: "m", PromptTokens: 10})
+		done <- err
+	}()
+	<-entered // a1's reserve is in its read
+	got := make(chan rpc.SpendResp, 1)
+	go func() {
+		r, _ := l.Reserve(context.Background(), "a2", "s-a2", rpc.SpendReq{Op: rpc.SpendReserve, CallID: "fast", Model: "m", PromptTokens: 10})
+		got <- r
+	}()
+	select {
+	case r := <-got:
+		if !r.Allowed {
+			t.Errorf("a2's reserve = %+v; want allowed", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a2's reserve waited for a1's read to finish")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A reservation whose record is stored, and which closes, while another
+// reserve reads the ledger is still counted by that reserve: its read may
+// predate the record. Without that, both calls would pass the cap.
+func TestAReservationClosedDuringAReadStillCounts(t *testing.T) {
+	l, fs, _, _ := newLedger(t, installationTokens(1500))
+	if r, err := l.Reserve(context.Background(), "a1", "s-a1", rpc.SpendReq{Op: rpc.SpendReserve, CallID: "x", Model: "m", PromptTokens: 1000}); err != nil || !r.Allowed {
+		t.Fatalf("first reserve = %+v, %v; want allowed", r, err)
+	}
+	entered, release := make(chan struct{}), make(chan struct{})
+	fs.read = func(agent string) {
+		if agent == "a2" {
+			close(entered)
+			<-release
+		}
+	}
+	got := make(chan rpc.SpendResp, 1)
+	go func() {
+		r, _ := l.Reserve(context.Background(), "a2", "s-a2", rpc.SpendReq{Op: rpc.SpendReserve, CallID: "y", Model: "m", PromptTokens: 1000})
+		got <- r
+	}()
+	<-entered // a2's totals are taken: x's record is not in them
+	if err := l.Record(context.Background(), store.CallRow{SessionID: "s-a1", CallID: "x", AgentID: "a1", At: noon, PromptTokens: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if n := l.Open(); n != 0 {
+		t.Fatalf("%d reservations open after x's record; want x closed", n)
+	}
+	close(release)
+	if r := <-got; r.Allowed || r.Cap != "installation per_day_tokens" {
+		t.Errorf("a2's reserve = %+v; want refused by the installation's cap (x's 1000 tokens + 1000 > 1500)", r)
+	}
+	l.mu.Lock()
+	left := len(l.closed)
+	l.mu.Unlock()
+	if left != 0 {
+		t.Errorf("%d closed reservations kept after every read ended; want none", left)
+	}
+	fs.read = nil
+	if r, _ := l.Reserve(context.Background(), "a2", "s-a2", rpc.SpendReq{Op: rpc.SpendReserve, CallID: "z", Model: "m", PromptTokens: 500}); !r.Allowed {
+		t.Errorf("a reserve that fits beside x's record = %+v; want allowed (x counted once)", r)
 	}
 }
