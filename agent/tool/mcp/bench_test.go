@@ -8,9 +8,11 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"choir/agent/arbiter"
 	"choir/agent/lock"
 	"choir/agent/tool"
+	"choir/testkit/mcptest"
 )
 
 // The figures issue 24 asks for, against server-everything (Node 24):
@@ -61,35 +64,101 @@ func BenchmarkCall(b *testing.B) {
 			if err != nil || !reg.Has("mcp.everything.echo") {
 				b.Fatalf("tools %v, %v", reg, err)
 			}
-			args := json.RawMessage(`{"message":"bench"}`)
-			b.Run("raw", func(b *testing.B) {
-				srv := set.servers[0]
-				srv.mu.Lock()
-				c := srv.c
-				srv.mu.Unlock()
-				for range b.N {
-					if _, err := c.CallTool(context.Background(), "echo", args); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
-			b.Run("arbiter", func(b *testing.B) {
-				unbounded := func() arbiter.LoopLimits { return arbiter.LoopLimits{Repeats: math.MaxInt, StaleSteps: math.MaxInt} }
-				a := arbiter.New(arbiter.Config{Tools: reg, Workspace: b.TempDir(), Loops: unbounded})
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { defer close(done); a.Run(ctx) }()
-				defer func() { cancel(); <-done }()
-				b.ResetTimer()
-				for i := range b.N {
-					out, err := a.Submit(context.Background(), arbiter.Proposal{ID: fmt.Sprint(i), Lane: lock.Edge, Tool: "mcp.everything.echo", Input: args})
-					if err != nil || !strings.Contains(string(out.Output), "bench") {
-						b.Fatalf("Submit = %s, %v", out.Output, err)
-					}
-				}
-			})
+			benchCalls(b, set, reg, "mcp.everything.echo")
 		})
 	}
+}
+
+// BenchmarkCallHTTPFake is BenchmarkCall over Streamable HTTP against a
+// loopback fake (testkit/mcptest, JSON answers) that answers at once, so
+// that the arbiter's share is not lost in a real server's time:
+//
+//	go test -run '^$' -bench CallHTTPFake -benchtime 2000x -count 10 ./agent/tool/mcp
+func BenchmarkCallHTTPFake(b *testing.B) {
+	srv := httptest.NewServer(&mcptest.Server{Name: "fake", Tools: []json.RawMessage{
+		json.RawMessage(`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object","properties":{"message":{"type":"string"}}}}`)}})
+	b.Cleanup(srv.Close)
+	dir := b.TempDir()
+	writeDecl(b, dir, "fake", map[string]any{"transport": "http", "url": srv.URL + "/mcp"})
+	set, err := Start(Config{Dir: dir, PinsFile: filepath.Join(dir, "none"), Workspace: b.TempDir(), Log: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(set.Close)
+	reg, err := tool.Load(set.Tools(), "", "")
+	if err != nil || !reg.Has("mcp.fake.echo") {
+		b.Fatalf("tools %v, %v", reg, err)
+	}
+	benchCalls(b, set, reg, "mcp.fake.echo")
+}
+
+// benchCalls runs raw (one tools/call of echo on the client), arbiter
+// (the same call proposed to an arbiter) and paired (one of each per
+// iteration, reporting the medians of both and of their difference, so
+// that a load that changes during the run weighs on both alike) against
+// set's only server.
+func benchCalls(b *testing.B, set *Set, reg *tool.Registry, name string) {
+	args := json.RawMessage(`{"message":"bench"}`)
+	srv := set.servers[0]
+	srv.mu.Lock()
+	c := srv.c
+	srv.mu.Unlock()
+	raw := func(b *testing.B) {
+		if _, err := c.CallTool(context.Background(), "echo", args); err != nil {
+			b.Fatal(err)
+		}
+	}
+	proposed := func(b *testing.B) func(i int) {
+		unbounded := func() arbiter.LoopLimits { return arbiter.LoopLimits{Repeats: math.MaxInt, StaleSteps: math.MaxInt} }
+		a := arbiter.New(arbiter.Config{Tools: reg, Workspace: b.TempDir(), Loops: unbounded})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); a.Run(ctx) }()
+		b.Cleanup(func() { cancel(); <-done })
+		return func(i int) {
+			out, err := a.Submit(context.Background(), arbiter.Proposal{ID: fmt.Sprint(i), Lane: lock.Edge, Tool: name, Input: args})
+			if err != nil || !strings.Contains(string(out.Output), "bench") {
+				b.Fatalf("Submit = %s, %v", out.Output, err)
+			}
+		}
+	}
+	b.Run("raw", func(b *testing.B) {
+		for range b.N {
+			raw(b)
+		}
+	})
+	b.Run("arbiter", func(b *testing.B) {
+		submit := proposed(b)
+		b.ResetTimer()
+		for i := range b.N {
+			submit(i)
+		}
+	})
+	b.Run("paired", func(b *testing.B) {
+		submit := proposed(b)
+		var raws, arbs, diffs []float64
+		b.ResetTimer()
+		for i := range b.N {
+			t0 := time.Now()
+			raw(b)
+			t1 := time.Now()
+			submit(i)
+			t2 := time.Now()
+			r, a := float64(t1.Sub(t0))/1e3, float64(t2.Sub(t1))/1e3
+			raws, arbs, diffs = append(raws, r), append(arbs, a), append(diffs, a-r)
+		}
+		b.ReportMetric(median(raws), "raw-p50-µs")
+		b.ReportMetric(median(arbs), "arbiter-p50-µs")
+		b.ReportMetric(median(diffs), "added-p50-µs")
+	})
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 func BenchmarkStdioStart(b *testing.B) {
