@@ -78,11 +78,11 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		return ctl.AgentStatus{}, err
 	}
 	wsPath := l.Config.Workspaces[b.Workspace].Path
-	// Again at every start: a path checked when choird started may have
-	// been replaced by a symbolic link since (the engine would mount what
-	// it points to).
-	if ps := config.CheckHost(l.Config, m.Home); len(ps) > 0 {
-		return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: the workspaces no longer pass choird's checks:\n%s", agentID, ps.Error())
+	// Again at every start, for the workspace it mounts: a path checked
+	// when choird started may have been replaced by a symbolic link since
+	// (the engine would mount what it points to).
+	if ps := config.CheckWorkspaceHost(l.Config, m.Home, b.Workspace); len(ps) > 0 {
+		return ctl.AgentStatus{}, fmt.Errorf("cannot start %s: workspace %s no longer passes choird's checks:\n%s", agentID, b.Workspace, ps.Error())
 	}
 	owner, err := workspaceOwner(b.Workspace, wsPath)
 	if err != nil {
