@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The states of an outbox message (dm_outbox.status).
@@ -113,13 +114,16 @@ const outboxKeyAndDepth = `SELECT
 // done starts (as OutboxAttempt does): the message returned carries the
 // attempt recorded before, so Attempt == PartsDone still tells a part
 // whose earlier send was never recorded.
-func (s *Store) NextOutbox(ctx context.Context, dm string) (OutboxMessage, error) {
-	m, err := scanOutbox(s.pool.QueryRow(ctx, s.q(`WITH next AS (
+func (s *Store) NextOutbox(ctx context.Context, dm string) (m OutboxMessage, err error) {
+	err = s.fenced(ctx, "outbox of DM "+dm, func(q fencedQuerier) error {
+		m, err = scanOutbox(q.QueryRow(ctx, s.q(`WITH next AS (
 			SELECT id, attempt FROM choir_control.dm_outbox
 			WHERE dm = $1 AND status = 'queued' ORDER BY id LIMIT 1 FOR UPDATE)
 		UPDATE choir_control.dm_outbox o SET attempt = o.parts_done FROM next WHERE o.id = next.id
 		RETURNING o.id, o.agent_id, o.dm, o.msg_key, o.body, o.status, o.parts_done, next.attempt,
 			o.telegram_ids, o.notes, o.error, o.created_at, o.done_at`), dm))
+		return err
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OutboxMessage{}, fmt.Errorf("outbox of DM %s: nothing queued: %w", dm, ErrNotFound)
 	}
@@ -172,7 +176,10 @@ func (s *Store) FailOutbox(ctx context.Context, id int64, reason string) error {
 }
 
 func (s *Store) outboxUpdate(ctx context.Context, id int64, what, sql string, args ...any) error {
-	if _, err := s.pool.Exec(ctx, s.q(sql), args...); err != nil {
+	if err := s.fenced(ctx, "outbox", func(q fencedQuerier) error {
+		_, err := q.Exec(ctx, s.q(sql), args...)
+		return err
+	}); err != nil {
 		return fmt.Errorf("outbox message %d: %s: %w", id, what, err)
 	}
 	return nil
@@ -181,8 +188,12 @@ func (s *Store) outboxUpdate(ctx context.Context, id int64, what, sql string, ar
 // FailQueuedOutbox marks every queued message of a DM failed, with why (a
 // chat Telegram refuses), and returns how many there were.
 func (s *Store) FailQueuedOutbox(ctx context.Context, dm, reason string) (int, error) {
-	tag, err := s.pool.Exec(ctx, s.q(`UPDATE choir_control.dm_outbox SET status = 'failed', error = $2, done_at = now()
+	var tag pgconn.CommandTag
+	err := s.fenced(ctx, "outbox", func(q fencedQuerier) (err error) {
+		tag, err = q.Exec(ctx, s.q(`UPDATE choir_control.dm_outbox SET status = 'failed', error = $2, done_at = now()
 		WHERE dm = $1 AND status = 'queued'`), dm, reason)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("outbox of DM %s: fail queued messages: %w", dm, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"choir/choird/headless/sched"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The headless scheduler's fires (issue 16): sched_fires in the control
@@ -29,10 +31,14 @@ const fireRetention = 400 * 24 * time.Hour
 // claim its (agent, schedule, key). On a first claim it prunes the
 // schedule's fires older than fireRetention before f.
 func (f Fires) ClaimFire(ctx context.Context, fire sched.Fire) (bool, error) {
-	tag, err := f.s.pool.Exec(ctx, f.s.q(`
+	var tag pgconn.CommandTag
+	err := f.s.fenced(ctx, "claim fire", func(q fencedQuerier) (err error) {
+		tag, err = q.Exec(ctx, f.s.q(`
 		INSERT INTO choir_control.sched_fires (agent_id, schedule_id, fire_key, cron, at) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (agent_id, schedule_id, fire_key) DO NOTHING`),
-		fire.Agent, fire.Schedule, fire.Key, fire.Cron, fire.At.UTC())
+			fire.Agent, fire.Schedule, fire.Key, fire.Cron, fire.At.UTC())
+		return err
+	})
 	if err != nil {
 		return false, fmt.Errorf("claim fire %s of schedule %s/%s: %w", fire.Key, fire.Agent, fire.Schedule, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -69,8 +70,9 @@ type Store struct {
 
 	pool    *pgxpool.Pool
 	ns      string
-	control string // quoted control schema name
-	batch   int    // agents per bootstrap transaction; 0 is BootstrapBatch
+	control string       // quoted control schema name
+	batch   int          // agents per bootstrap transaction; 0 is BootstrapBatch
+	fence   atomic.Int64 // the leader's term for leader-only writes (leader.go); 0 unfenced
 }
 
 var namespaceRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,29}$`)

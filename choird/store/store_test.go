@@ -9,10 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"choir/testkit/pgnative"
 	"choir/testkit/pgtest"
 )
 
-func TestMain(m *testing.M) { pgtest.Main(m) }
+func TestMain(m *testing.M) {
+	defer pgnative.Stop() // leader_test.go
+	pgtest.Main(m)
+}
 
 // dims is the embedding size tests bootstrap with.
 const dims = 3
