@@ -94,7 +94,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	gate := runGate(director, home, log.With(logs.KeySystem, "headless"))
 	kbase, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
 	defer stopKB()
-	rpcServer := rpc.NewServer(spendRPC, rpc.DefaultLimits(), log.With(logs.KeySystem, "rpc"))
+	rpcServer := rpc.NewServer(spendRPC, agentLimits(len(plane.Config().Config.Agents), log.With(logs.KeySystem, "rpc")), log.With(logs.KeySystem, "rpc")) // files.go
 	rpcServer.Observe = countRPC // metrics.go
 	// modelproxy.go: the agents' model calls, carried with the keys choird holds
 	rpcServer.Models = &modelProxy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "modelproxy")}

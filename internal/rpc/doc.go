@@ -22,7 +22,9 @@
 // listener (counted from its first authenticated request: 429 and the
 // connection closed), 4096 for all listeners together (or half the file
 // descriptor limit); a connection over a cap is closed as soon as it is
-// accepted. Headers must arrive within 10 s (the TLS handshake too) and
+// accepted. Limits.ForAgents grows the shared listener's and the total
+// caps to ConnsPerAgent per configured agent plus 1024, within what the
+// file descriptor limit leaves; the per-agent and per-session caps stay. Headers must arrive within 10 s (the TLS handshake too) and
 // fit in 16 KiB (431); a body within 60 s (408) and 4 MiB (413); an idle
 // kept-alive connection is closed after 2 min; a session holds at most 4
 // event streams (429); each event-stream write must complete within 30 s.

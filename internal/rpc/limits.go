@@ -68,6 +68,53 @@ func DefaultLimits() Limits {
 	}
 }
 
+// ConnsPerAgent is what ForAgents budgets for each configured agent on a
+// shared listener: its event stream and a reconnect overlapping it, its
+// kept-alive heartbeat connection and one call beside it (an agent holds
+// two when idle).
+const ConnsPerAgent = 4
+
+// connHeadroom is what ForAgents adds to the agents' budget: starts,
+// restarts and clients that come and go.
+const connHeadroom = 1024
+
+// filesPerAgent is what choird holds for each agent besides its
+// connections (the engine's wait and log stream, the agent's log file),
+// and filesReserved what it holds whatever the agents (Postgres, the
+// engine, logs, the admin socket): the descriptors ForAgents leaves them.
+const (
+	filesPerAgent = 3
+	filesReserved = 512
+)
+
+// ForAgents sizes the shared listener's and the server's connection caps
+// for n configured agents: ConnsPerAgent each plus connHeadroom, never
+// below l's own, and the total never more than the process's file
+// descriptor limit (RLIMIT_NOFILE's soft value) leaves once filesPerAgent
+// for each agent and filesReserved are set aside (or half of it, if that
+// is more). The per-agent and per-session caps stay as they are: one
+// agent still cannot hold more than MaxConnsPerAgent of them.
+func (l Limits) ForAgents(n int) Limits {
+	need := n*ConnsPerAgent + connHeadroom
+	total := max(l.MaxConnsTotal, need)
+	if soft := fileLimit(); soft > 0 {
+		left := max(soft-n*filesPerAgent-filesReserved, soft/2, 64)
+		total = min(total, max(left, l.MaxConnsTotal))
+	}
+	l.MaxConnsTotal = total
+	l.MaxConnsShared = min(max(l.MaxConnsShared, need), total)
+	return l
+}
+
+// fileLimit is the soft RLIMIT_NOFILE, or 0 when it cannot be read.
+func fileLimit() int {
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &rl); err != nil || rl.Cur > 1<<30 {
+		return 0
+	}
+	return int(rl.Cur)
+}
+
 // AdminLimits are the admin socket's (ctl.sock): the same header timeout,
 // idle timeout and header cap, and its own budget of MaxConnsShared
 // connections that no agent listener draws on. Its follow, log and chat
