@@ -126,13 +126,13 @@ func (m *Manager) end(r *Run, status, reason string) {
 				m.readNet(r) // the last count, before the namespace goes (netattempts.go)
 			}
 			// Still running: stopped by choird (SIGTERM, SIGKILL after 10 s).
-			if err := m.Docker.ContainerStop(ctx, r.ContainerID, 10*time.Second); err != nil && !docker.IsNotFound(err) {
+			if err := m.runtime().Stop(ctx, r.ContainerID, 10*time.Second); err != nil && !isGone(err) {
 				m.logf(r, "stop container failed", "error", err.Error())
 			} else {
 				m.logf(r, "agent container stopped by choird", "container", shortID(r.ContainerID), "status", status)
 			}
 		}
-		if err := m.Docker.ContainerRemove(ctx, r.ContainerID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
+		if err := m.runtime().Remove(ctx, r.ContainerID); err != nil && !isGone(err) {
 			m.logf(r, "remove container failed; removing it once the engine answers", "error", err.Error())
 			m.leaveBehind(r.ContainerID, r.AgentID)
 		} else {
@@ -212,7 +212,7 @@ func (m *Manager) logf(r *Run, msg string, args ...any) {
 func (m *Manager) logTail(id string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s, err := m.Docker.ContainerLogs(ctx, id, docker.LogsOptions{Stdout: true, Stderr: true, Tail: "8"})
+	s, err := m.runtime().Logs(ctx, id, docker.LogsOptions{Stdout: true, Stderr: true, Tail: "8"})
 	if err != nil {
 		return ""
 	}

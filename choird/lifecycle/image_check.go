@@ -78,11 +78,11 @@ func (m *Manager) checkImage(ctx context.Context, r *Run, req rpc.InitHelloReq) 
 		}
 	}
 	if rec.ImageID != "" {
-		c, err := m.Docker.ContainerInspect(ctx, r.ContainerID)
+		c, err := m.runtime().Inspect(ctx, r.ContainerID)
 		if err != nil {
 			return rpc.Errorf(http.StatusServiceUnavailable, rpc.CodeUnavailable, "cannot verify image %s: inspect container %s: %v", r.Image, shortID(r.ContainerID), err)
 		}
-		diff("image_id", c.Image, rec.ImageID)
+		diff("image_id", c.ImageID, rec.ImageID)
 	}
 	v := rec.Version
 	diff("image_version", req.ImageVersion, v.ImageVersion)

@@ -167,7 +167,11 @@ type Run struct {
 
 // Manager starts, watches and stops agents.
 type Manager struct {
-	Docker   Docker
+	// Docker is choird's engine: the images it built, and the agent boxes
+	// when Runtime is nil.
+	Docker Docker
+	// Runtime runs the agent boxes (runtime.go); nil means Local on Docker.
+	Runtime  Runtime
 	Store    Store
 	Sessions Sessions
 	Leases   *lease.Table

@@ -57,12 +57,12 @@ func (m *Manager) waitExit(r *Run) (code int64, gone bool) {
 		first = DefaultEngineRetry
 	}
 	for {
-		resp, err := m.Docker.ContainerWait(context.Background(), r.ContainerID, docker.WaitNotRunning)
+		code, err := m.runtime().Wait(context.Background(), r.ContainerID)
 		switch {
 		case err == nil:
 			m.engineAnswers(r)
-			return resp.StatusCode, false
-		case docker.IsNotFound(err):
+			return code, false
+		case isGone(err):
 			m.engineAnswers(r)
 			return -1, true
 		}
@@ -74,9 +74,9 @@ func (m *Manager) waitExit(r *Run) (code int64, gone bool) {
 			t := time.NewTimer(backoff)
 			<-t.C
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			c, ierr := m.Docker.ContainerInspect(ctx, r.ContainerID)
+			c, ierr := m.runtime().Inspect(ctx, r.ContainerID)
 			cancel()
-			if docker.IsNotFound(ierr) {
+			if isGone(ierr) {
 				m.engineAnswers(r)
 				return -1, true
 			}
@@ -85,8 +85,8 @@ func (m *Manager) waitExit(r *Run) (code int64, gone bool) {
 				continue
 			}
 			m.engineAnswers(r)
-			if s := c.State; s != nil && !s.Running && !s.Restarting && !s.Paused {
-				return int64(s.ExitCode), false // it exited while nobody could see
+			if !c.Running {
+				return c.ExitCode, false // it exited while nobody could see
 			}
 			break // still there: wait on it again
 		}
@@ -169,9 +169,9 @@ func (m *Manager) sweepLeftovers() {
 	m.mu.Unlock()
 	for id, agent := range left {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := m.Docker.ContainerRemove(ctx, id, docker.ContainerRemoveOptions{Force: true})
+		err := m.runtime().Remove(ctx, id)
 		cancel()
-		if err != nil && !docker.IsNotFound(err) {
+		if err != nil && !isGone(err) {
 			continue
 		}
 		m.mu.Lock()
@@ -262,14 +262,14 @@ func (m *Manager) pumpLogs(r *Run) {
 		mu.Lock()
 		since := last
 		mu.Unlock()
-		s, err := m.Docker.ContainerLogs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Follow: true, Timestamps: true, Since: since})
+		s, err := m.runtime().Logs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Follow: true, Timestamps: true, Since: since})
 		if err == nil {
 			s.Copy(out, errw)
 			s.Close()
 			out.flush()
 			errw.flush()
 			wait = retry
-		} else if docker.IsNotFound(err) {
+		} else if isGone(err) {
 			return
 		}
 		t := time.NewTimer(wait)
@@ -281,7 +281,7 @@ func (m *Manager) pumpLogs(r *Run) {
 			}
 			// One more read after the exit: the last lines since the
 			// engine went away.
-			if s, err := m.Docker.ContainerLogs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Timestamps: true, Since: since}); err == nil {
+			if s, err := m.runtime().Logs(context.Background(), r.ContainerID, docker.LogsOptions{Stdout: true, Stderr: true, Timestamps: true, Since: since}); err == nil {
 				s.Copy(out, errw)
 				s.Close()
 				out.flush()
@@ -367,13 +367,13 @@ func (lw *lineWriter) emit(line []byte) {
 // knows (§6.2 step 6). Other installations' containers on the same engine
 // are left alone.
 func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
-	cs, err := m.Docker.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {LabelManaged + "=true", LabelInstance + "=" + m.Instance}}})
+	cs, err := m.runtime().List(ctx, map[string]string{LabelManaged: "true", LabelInstance: m.Instance})
 	if err != nil {
 		return 0, fmt.Errorf("list containers: %w", err)
 	}
 	n := 0
 	for _, c := range cs {
-		if err := m.Docker.ContainerRemove(ctx, c.ID, docker.ContainerRemoveOptions{Force: true}); err != nil && !docker.IsNotFound(err) {
+		if err := m.runtime().Remove(ctx, c.ID); err != nil && !isGone(err) {
 			return n, fmt.Errorf("remove orphaned container %s (agent %s): %w", shortID(c.ID), c.Labels[LabelAgent], err)
 		}
 		m.Log.Info("removed orphaned container", "container", shortID(c.ID), "agent_id", c.Labels[LabelAgent], "session_id", c.Labels[LabelSession], "run_id", c.Labels[LabelRun])

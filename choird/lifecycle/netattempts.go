@@ -60,14 +60,14 @@ func (r *Run) NetAttempts() (int64, string) {
 // are not counted, and the log says why once.
 func (m *Manager) findNetns(ctx context.Context, r *Run) {
 	pid, why := 0, ""
-	c, err := m.Docker.ContainerInspect(ctx, r.ContainerID)
+	c, err := m.runtime().Inspect(ctx, r.ContainerID)
 	switch {
 	case err != nil:
 		why = "inspect the container: " + err.Error()
-	case c.State == nil || c.State.Pid <= 0:
-		why = "the engine reports no process of the container"
+	case c.Pid <= 0:
+		why = "the engine reports no process of the container on this host"
 	default:
-		pid = c.State.Pid
+		pid = c.Pid
 		why = checkNetns(pid, r.ContainerID)
 	}
 	if why == "" {

@@ -58,6 +58,9 @@ type Spec struct {
 	// Endpoint is choird's URL for the HTTP transport (§12.1), with the CA
 	// in SocketDir/CAName; empty means the agent's socket in SocketDir.
 	Endpoint string
+	// Node is the choir.node label of the node holding WorkspacePath
+	// (workspaces.<name>.node); "" on one host. The runtime places the box.
+	Node string
 }
 
 // ContainerUser is who choir-agent runs as in its container: root, holding

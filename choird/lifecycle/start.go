@@ -185,7 +185,7 @@ func (m *Manager) launch(ctx context.Context, r *Run, wsPath string, owner fileO
 	spec := Spec{
 		AgentID: r.AgentID, SessionID: r.SessionID, LeaseToken: r.token, Instance: m.Instance, Image: r.Image,
 		WorkspacePath: wsPath, SocketDir: sockDir, HeartbeatMS: l.Config.HeartbeatIntervalMS,
-		Limits: l.Config.Container,
+		Limits: l.Config.Container, Node: l.Config.Workspaces[r.Bindings.Workspace].Node,
 	}
 	// A resumed session runs in a new container each time, named after
 	// the resume.
@@ -229,14 +229,15 @@ func (m *Manager) container(ctx context.Context, r *Run, name string, spec Spec,
 	if err := Verify(cfg, hc, spec); err != nil {
 		return err
 	}
-	created, err := m.Docker.ContainerCreate(ctx, name, cfg, hc)
+	rt := m.runtime()
+	id, err := rt.Create(ctx, Box{Name: name, Config: cfg, Host: hc, Node: spec.Node})
 	if err != nil {
 		return fmt.Errorf("create the container: %w", err)
 	}
 	r.mu.Lock() // agent status reads it while the start goes on
-	r.ContainerID = created.ID
+	r.ContainerID = id
 	r.mu.Unlock()
-	if err := m.Docker.ContainerStart(ctx, created.ID); err != nil {
+	if err := rt.Start(ctx, id); err != nil {
 		return fmt.Errorf("start the container: %w", err)
 	}
 	if r.Offline {
