@@ -5,7 +5,9 @@
 // Its identity comes from the environment choird sets at container start
 // (CHOIR_AGENT_ID, CHOIR_SESSION_ID, CHOIR_LEASE_TOKEN; never a secret): the
 // lease token is scoped to this session and dies with it. It is read once
-// and removed from the environment; before any tool runs, the agent enters
+// and removed from the environment (or, on a Swarm node, read from the
+// secret file --lease-token-file names, on a tmpfs and readable by root
+// only, and then not in the environment at all); before any tool runs, the agent enters
 // its sandbox (agent/sandbox): non-dumpable, and every tool process under
 // the workspace owner's uid. Secrets arrive over the control protocol and
 // stay in memory.
@@ -13,7 +15,7 @@
 // Usage:
 //
 //	choir-agent --control-plane=uds  --socket=/run/choir/choird.sock
-//	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE]
+//	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE] [--lease-token-file=FILE]
 //	choir-agent --choir-launch NPROC PATH [ARG...]   (the tool launcher; agent/sandbox)
 //	git-cred-helper get|store|erase|ssh ARGS         (a link to choir-agent: git's credential helper; agent/gitident)
 package main
@@ -31,6 +33,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -82,6 +85,7 @@ type options struct {
 	socket       string
 	endpoint     string
 	tlsCA        string
+	tokenFile    string
 	versionFile  string
 	choirDir     string
 	workspace    string
@@ -95,6 +99,7 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.StringVar(&o.socket, "socket", "/run/choir.sock", "with uds: the control socket")
 	fs.StringVar(&o.endpoint, "endpoint", "", "with http: choird's URL, e.g. https://choird.internal:9400")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "with http: a PEM file of CA certificates to trust for choird")
+	fs.StringVar(&o.tokenFile, "lease-token-file", "", "the file holding the session's lease token, instead of "+envLeaseToken+" (a Swarm secret)")
 	fs.StringVar(&o.versionFile, "version-file", rpc.ImageVersionFile, "the image's version metadata")
 	fs.StringVar(&o.choirDir, "choir-dir", "/choir", "the image's tools, skills and identity files")
 	fs.StringVar(&o.workspace, "workspace", "/workspace", "the workspace the tools work in")
@@ -124,6 +129,18 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 func run(ctx context.Context, o options, getenv func(string) string, log *slog.Logger, red **redact.Redactor) error {
 	id := session.Identity{AgentID: getenv(envAgentID), SessionID: getenv(envSessionID)}
 	token := getenv(envLeaseToken)
+	if o.tokenFile != "" {
+		if token != "" {
+			return fmt.Errorf("both %s and --lease-token-file are set: choird sets one", envLeaseToken)
+		}
+		b, err := os.ReadFile(o.tokenFile)
+		if err != nil {
+			return fmt.Errorf("--lease-token-file: %w", err)
+		}
+		if token = strings.TrimSpace(string(b)); token == "" {
+			return fmt.Errorf("--lease-token-file %s is empty", o.tokenFile)
+		}
+	}
 	if id.AgentID == "" || id.SessionID == "" || token == "" {
 		return fmt.Errorf("%s, %s and %s must be set (choird sets them when it starts the container)", envAgentID, envSessionID, envLeaseToken)
 	}

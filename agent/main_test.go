@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,5 +30,34 @@ func TestRefusesToStartWithoutIdentity(t *testing.T) {
 	}
 	if code := realMain([]string{"--bogus"}, func(string) string { return "" }, &stderr); code != 2 {
 		t.Errorf("unknown flag = %d; want 2", code)
+	}
+}
+
+func TestLeaseTokenFromAFile(t *testing.T) {
+	env := map[string]string{"CHOIR_AGENT_ID": "a1", "CHOIR_SESSION_ID": "s1"}
+	getenv := func(k string) string { return env[k] }
+	dir := t.TempDir()
+	tok, empty := filepath.Join(dir, "token"), filepath.Join(dir, "empty")
+	os.WriteFile(tok, []byte("tok\n"), 0o400)
+	os.WriteFile(empty, []byte("\n"), 0o400)
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string // CHOIR_LEASE_TOKEN
+		want string // in stderr
+	}{
+		{"missing file", []string{"--lease-token-file", filepath.Join(dir, "nope")}, "", "--lease-token-file"},
+		{"empty file", []string{"--lease-token-file", empty}, "", "is empty"},
+		{"both", []string{"--lease-token-file", tok}, "tok", "both CHOIR_LEASE_TOKEN and --lease-token-file"},
+		// The token is read: the next step (version.json) fails.
+		{"read", []string{"--lease-token-file", tok, "--version-file", filepath.Join(dir, "version.json")}, "", "version.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env["CHOIR_LEASE_TOKEN"] = tc.env
+			var stderr bytes.Buffer
+			if code := realMain(tc.args, getenv, &stderr); code != 1 || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("choir-agent %v = %d %q; want 1 containing %q", tc.args, code, stderr.String(), tc.want)
+			}
+		})
 	}
 }
