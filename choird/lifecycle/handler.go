@@ -90,6 +90,8 @@ func (m *Manager) HandleSecrets(ctx context.Context, req rpc.SecretReq) (rpc.Sec
 	if err != nil {
 		return rpc.SecretResp{}, err
 	}
+	m.opening(r) // liveness.go: a sign of life until the first heartbeat
+	defer m.opening(r)
 	l, _ := m.Config()
 	b := r.bindings()
 	if r.ModelProxy { // choird holds the model keys (choird/modelproxy.go)
@@ -133,7 +135,7 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	metrics.HeartbeatsReceived.With(r.AgentID).Inc()
 	now := m.now()
 	r.mu.Lock()
-	r.lastHeartbeat = now
+	r.lastHeartbeat, r.beaten = now, true
 	r.configVersion = req.ConfigVersion
 	r.mu.Unlock()
 	got, err := m.replicate(ctx, r, req, now)
@@ -225,6 +227,8 @@ func (m *Manager) HandleFetchConfig(ctx context.Context, req rpc.ConfigReq) (rpc
 	if err != nil {
 		return rpc.ConfigResp{}, err
 	}
+	m.opening(r) // liveness.go
+	defer m.opening(r)
 	l, version := m.Config()
 	if req.CurrentConfigVersion >= version {
 		return rpc.ConfigResp{ConfigVersion: version}, nil

@@ -78,6 +78,27 @@ func (r *Run) forgetHeld() {
 	r.held.gen++
 }
 
+// The first heartbeat comes one interval after the agent's opening calls
+// (INIT_HELLO, GET_SECRETS, FETCH_DYNAMIC_CONFIG), and those wait on
+// Postgres: with many agents starting at once, on one connection, they
+// took seconds, and a deadline counted from INIT_HELLO alone crashed
+// sessions that were still opening. So until a session's first heartbeat,
+// each opening call, as it arrives and as it is answered, counts as a sign
+// of life; from the first heartbeat on only heartbeats do, and crash
+// detection is as exact as before.
+
+// opening notes an opening call of r's session, before its first
+// heartbeat, as a sign of life; call it as the call arrives and again
+// (deferred) as it is answered.
+func (m *Manager) opening(r *Run) {
+	now := m.now()
+	r.mu.Lock()
+	if !r.beaten && now.After(r.lastHeartbeat) {
+		r.lastHeartbeat = now
+	}
+	r.mu.Unlock()
+}
+
 // beatStored notes that the store holds the heartbeat received at at.
 func (r *Run) beatStored(at time.Time) {
 	r.mu.Lock()

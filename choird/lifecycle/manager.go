@@ -154,6 +154,7 @@ type Run struct {
 	repl          replication
 	held          held      // what the store holds of the session's log (liveness.go)
 	beatRecorded  time.Time // the newest heartbeat the store holds
+	beaten        bool      // a heartbeat came: the opening calls no longer count (liveness.go)
 
 	// Faults seen while the session runs, shown by `agent status`.
 	hbRefused      int       // heartbeats refused or failed in a row
