@@ -249,23 +249,26 @@ func resourceCounts(m map[string]int) string {
 }
 
 // startGateway runs startup step 8: the approval service and one poller per
-// configured bot. It returns a function that stops both.
-func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, gate *signoff.Gate, log *slog.Logger) (func(), error) {
+// configured bot. It returns a function that stops both. A replica
+// (replica.go) does not poll yet: it gets the gateway's Run instead, for
+// the term it leads.
+func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, gate *signoff.Gate, log *slog.Logger, replica bool) (stop func(), lead func(context.Context), err error) {
 	l := plane.Config()
 	stt, err := transcriber(l.Config.Transcription, l.Secrets)
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
-		return nil, err
+		return nil, nil, err
 	}
 	gw, err := gateway.New(gateway.Config{
 		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
 		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
 		Transcriber: stt, HTTPClient: telegramHTTP(),
 		Outbox: st, OutboxMax: func(agentID string) int { return plane.Config().Config.Agents[agentID].OutboxMax },
+		OutboxPoll: outboxPoll(replica),
 	})
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
-		return nil, err
+		return nil, nil, err
 	}
 	svc := approval.New(approval.Config{
 		Store: postgres.New(st), Notifier: notifiers{gw, consoleNotifier{console: &plane.Console}},
@@ -310,22 +313,29 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 	})
 	if _, err := svc.Start(ctx); err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
-		return nil, err
+		return nil, nil, err
+	}
+	run := func(ctx context.Context) {
+		if err := gw.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("gateway stopped", logs.KeyError, err.Error())
+		}
+	}
+	if replica {
+		plane.Step("start gateway bots", ctl.StepOK, fmt.Sprintf("%d bots, polled while this replica leads", gw.Bots()))
+		return svc.Close, run, nil
 	}
 	gwCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if err := gw.Run(gwCtx); err != nil && !errors.Is(err, context.Canceled) {
-			log.Error("gateway stopped", logs.KeyError, err.Error())
-		}
+		run(gwCtx)
 	}()
 	plane.Step("start gateway bots", ctl.StepOK, fmt.Sprintf("%d bots", gw.Bots()))
 	return func() {
 		svc.Close()
 		cancel()
 		<-done
-	}, nil
+	}, nil, nil
 }
 
 // transcriber is the gateway's speech-to-text from config.json's

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	choird [--home DIR] [--transport uds|http] [--listen ADDR] [--tls-cert F --tls-key F [--tls-ca F]]
+//	choird [--home DIR] [--replica] [--transport uds|http] [--listen ADDR] [--tls-cert F --tls-key F [--tls-ca F]]
 //	choird --check [--home DIR]
 //	choird --doctor [--json] [--home DIR]
 package main
@@ -72,6 +72,7 @@ type options struct {
 	tlsCA     string
 	logLevel  string
 	agentBin  string
+	replica   bool
 }
 
 // parseFlags parses choird's command line. -h and --help print the usage on
@@ -91,6 +92,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsKey, "tls-key", "", "with --transport=http: TLS key file")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "with --tls-cert: the CA certificates agents trust for it (default: the certificate itself)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.BoolVar(&o.replica, "replica", false, "one of two choird replicas against one Postgres: poll Telegram and run the schedulers only while holding the leader lock (see README, two replicas)")
 	fs.StringVar(&o.agentBin, "agent-binary", "", "the static choir-agent that agent builds put in base images (default: choir-agent beside choird)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: choird [--home DIR] [--transport uds|http] [--listen ADDR] [--tls-cert FILE --tls-key FILE [--tls-ca FILE]] [--log-level LEVEL]\n       choird --check [--home DIR]\n       choird --doctor [--json] [--home DIR]")

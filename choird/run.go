@@ -95,7 +95,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	kbase, stopKB := startKB(plane, st, director, mem.Embedder(), home, log.With(logs.KeySystem, "kb")) // kb.go: the runs' knowledge base
 	defer stopKB()
 	rpcServer := rpc.NewServer(spendRPC, agentLimits(len(plane.Config().Config.Agents), log.With(logs.KeySystem, "rpc")), log.With(logs.KeySystem, "rpc")) // files.go
-	rpcServer.Observe = countRPC // metrics.go
+	rpcServer.Observe = countRPC                                                                                                                           // metrics.go
 	// modelproxy.go: the agents' model calls, carried with the keys choird holds
 	rpcServer.Models = &modelProxy{config: plane.Config, sessions: agentsMgr, log: log.With(logs.KeySystem, "modelproxy")}
 	// tunnel.go: an offline agent's own connections, to its configured endpoints only
@@ -133,7 +133,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		return c.Gateways[c.DMs[dm].Gateway].Type == config.GatewayConsole
 	}
 	svc.status("starting the gateway")
-	stopGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, gate, log)
+	stopGateway, leadGateway, err := startGateway(ctx, plane, agentsMgr, st, builder, gate, log, o.replica)
 	if err != nil {
 		return fmt.Errorf("cannot start the gateway: %w", err)
 	}
@@ -177,7 +177,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		BaseContext: func(net.Listener) context.Context { return serveCtx }}
 	adminLimits := rpc.AdminLimits()
 	admin = adminLimits.Apply(adminServer, admin, adminLimits.MaxConnsShared)
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	go func() {
 		if err := adminServer.Serve(admin); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
@@ -199,10 +199,23 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	go agentsMgr.AfterStart(monitorCtx)
 	sweepMemory(mem, plane)
 	// The director loop of headless runs (headless_runs.go).
-	stopHeadless, err := startHeadless(plane, st, director, gate, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"), kbEvidence(kbase))
-	if err != nil {
-		log.Error("headless runs not started", logs.KeyError, err.Error())
-		stopHeadless = func() {}
+	headless := func() func() {
+		stop, err := startHeadless(plane, st, director, gate, agentsMgr, dc, home, instanceID(home), log.With(logs.KeySystem, "headless"), kbEvidence(kbase))
+		if err != nil {
+			log.Error("headless runs not started", logs.KeyError, err.Error())
+			return func() {}
+		}
+		return stop
+	}
+	stopHeadless, stopElection := func() {}, func() {}
+	if o.replica { // replica.go: the pollers, senders and runs only while leading
+		stopElection = startElection(st, log.With(logs.KeySystem, "leader"), func(ctx context.Context, term int64) {
+			stop := headless()
+			leadGateway(ctx)
+			stop()
+		}, errc)
+	} else {
+		stopHeadless = headless()
 	}
 
 	select {
@@ -217,6 +230,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	// before them, the restart policy's pending restarts, so none starts
 	// an agent again meanwhile.
 	agentsMgr.StopRestarts()
+	stopElection() // a leading replica stops its parts and frees the lock for the other
 	stopHeadless() // runs in progress stop where they are; the next start settles them
 	stopAgents(agentsMgr, log)
 	stopMonitor()

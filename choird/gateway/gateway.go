@@ -89,6 +89,11 @@ type Config struct {
 	// OutboxMax is an agent's cap on messages waiting in the outbox
 	// (config.json agents.<id>.outbox_max); nil or 0 is DefaultOutboxMax.
 	OutboxMax func(agentID string) int
+	// OutboxPoll, when set, makes the senders look for queued messages
+	// that often as well as when this process queues one: with two
+	// replicas (choird/leader), the follower queues what the leader's
+	// senders deliver. The Outbox must then be a QueuedLister.
+	OutboxPoll time.Duration
 }
 
 // Gateway is choird's Telegram gateway: one poller per bot, the allowlist,

@@ -57,8 +57,40 @@ func (g *Gateway) startSenders(ctx context.Context, wg *sync.WaitGroup) {
 		return
 	}
 	wg.Go(func() { g.pruneOutbox(ctx) })
+	if ql, ok := g.cfg.Outbox.(QueuedLister); ok && g.cfg.OutboxPoll > 0 {
+		wg.Go(func() { g.pollOutbox(ctx, ql) })
+	}
 	for _, s := range g.senders {
 		wg.Go(func() { s.run(ctx) })
+	}
+}
+
+// QueuedLister lists the DMs with queued messages (choird/store).
+type QueuedLister interface {
+	QueuedDMs(ctx context.Context) ([]string, error)
+}
+
+// pollOutbox wakes, every OutboxPoll, the senders of the DMs that have
+// messages queued, by this process or another replica.
+func (g *Gateway) pollOutbox(ctx context.Context, ql QueuedLister) {
+	t := time.NewTicker(g.cfg.OutboxPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		dms, err := ql.QueuedDMs(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.log.Warn("outbox not polled", keyError, err.Error())
+			}
+			continue
+		}
+		for _, dm := range dms {
+			g.wakeSender(dm)
+		}
 	}
 }
 
@@ -211,6 +243,10 @@ func (s *sender) record(what string, fn func(ctx context.Context) error) bool {
 			return true
 		}
 		if s.g.workCtx.Err() != nil {
+			return false
+		}
+		if errors.Is(err, store.ErrDeposed) {
+			s.log().Error("outbox not updated ("+what+"): another replica leads now; this sender stops", keyError, err.Error())
 			return false
 		}
 		s.log().Warn("outbox not updated ("+what+"); trying again", keyError, err.Error())

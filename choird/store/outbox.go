@@ -293,3 +293,17 @@ func (s *Store) QueuedOutboxDirs(ctx context.Context) ([]OutboxFileDir, error) {
 	}
 	return out, nil
 }
+
+// QueuedDMs returns the DMs that have messages queued (the leader's
+// senders poll it, for what the other replica queued).
+func (s *Store) QueuedDMs(ctx context.Context) ([]string, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT DISTINCT dm FROM choir_control.dm_outbox WHERE status = 'queued'`))
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the DMs with queued messages: %w", err)
+	}
+	dms, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the DMs with queued messages: %w", err)
+	}
+	return dms, nil
+}
