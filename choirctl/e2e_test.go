@@ -23,12 +23,14 @@ import (
 	"choir/internal/ctl"
 	"choir/testkit"
 	"choir/testkit/dockertest"
+	"choir/testkit/pgnative"
 	"choir/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) {
 	defer testkit.CleanupBuilds()
 	defer pgtest.Stop()
+	defer pgnative.Stop() // e2e_replica_test.go
 	dockertest.Main(m)
 }
 
