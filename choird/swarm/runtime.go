@@ -64,6 +64,7 @@ type Runtime struct {
 
 	mu        sync.Mutex
 	published map[string]Published // by local image id
+	names     map[string]string    // service id → box name, for Remove after Stop
 }
 
 var _ lifecycle.Runtime = (*Runtime)(nil)
@@ -133,6 +134,12 @@ func (rt *Runtime) Create(ctx context.Context, b lifecycle.Box) (string, error) 
 		undo()
 		return "", fmt.Errorf("create the service %s: %w", b.Name, err)
 	}
+	rt.mu.Lock()
+	if rt.names == nil {
+		rt.names = map[string]string{}
+	}
+	rt.names[resp.ID] = b.Name
+	rt.mu.Unlock()
 	return resp.ID, nil
 }
 
@@ -163,9 +170,12 @@ func (rt *Runtime) Stop(ctx context.Context, id string, timeout time.Duration) e
 	}
 }
 
-// Remove removes the service (if still there) and its secrets.
+// Remove removes the service (if still there: Stop removed it) and its
+// secrets.
 func (rt *Runtime) Remove(ctx context.Context, id string) error {
-	name := ""
+	rt.mu.Lock()
+	name := rt.names[id]
+	rt.mu.Unlock()
 	if s, err := rt.Engine.ServiceInspect(ctx, id); err == nil {
 		name = s.Spec.Name
 		if err := rt.Engine.ServiceRemove(ctx, id); err != nil && !docker.IsNotFound(err) {
@@ -177,7 +187,13 @@ func (rt *Runtime) Remove(ctx context.Context, id string) error {
 	if name == "" {
 		return nil
 	}
-	return rt.removeSecrets(ctx, name)
+	if err := rt.removeSecrets(ctx, name); err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	delete(rt.names, id)
+	rt.mu.Unlock()
+	return nil
 }
 
 // removeSecrets removes the secrets made for the box name. A secret is in

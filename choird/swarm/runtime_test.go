@@ -202,7 +202,9 @@ func newRig(t *testing.T) (*Runtime, *fakeEngine, lifecycle.Box) {
 	f := &fakeEngine{image: docker.Image{ID: "sha256:feed"}, archive: saveArchive(t, []entry{{"bin/ls", 0o755}}),
 		services: map[string]docker.ServiceSpec{}, tasks: map[string][]docker.Task{}, secrets: map[string]docker.SecretSpec{}}
 	rt := &Runtime{Engine: f, Registry: "127.0.0.1:5000", PollEvery: time.Millisecond,
-		Auth: func() (docker.RegistryAuth, error) { return docker.RegistryAuth{Username: "choir", Password: "pw"}, nil }}
+		Auth: func() (docker.RegistryAuth, error) {
+			return docker.RegistryAuth{Username: "choir", Password: "pw"}, nil
+		}}
 	b := box("worker")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, lifecycle.CAName), []byte("CA PEM"), 0o644)
@@ -337,5 +339,8 @@ func TestWaitAndInspectFollowTheTask(t *testing.T) {
 	}
 	if _, err := rt.Inspect(ctx, id); !errors.Is(err, lifecycle.ErrGone) {
 		t.Errorf("Inspect of a removed box = %v; want ErrGone", err)
+	}
+	if err := rt.Remove(ctx, id); err != nil || len(f.secrets) != 0 {
+		t.Errorf("Remove after Stop = %v, %d secrets left; want nil and none", err, len(f.secrets))
 	}
 }

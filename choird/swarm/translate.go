@@ -120,7 +120,7 @@ func Translate(b lifecycle.Box, image string, ca []byte) (docker.ServiceSpec, []
 	grace := StopGrace
 	one := uint64(1)
 	cs := &docker.ContainerSpec{
-		Image: image, Labels: cfg.Labels, Args: args, Hostname: cfg.Hostname, Env: env, Dir: cfg.WorkingDir,
+		Image: image, Labels: cfg.Labels, Command: cfg.Entrypoint, Args: args, Hostname: cfg.Hostname, Env: env, Dir: cfg.WorkingDir,
 		User: cfg.User, Init: hc.Init, StopGracePeriod: &grace, ReadOnly: hc.ReadonlyRootfs, Mounts: mounts,
 		CapabilityAdd: slices.Clone(hc.CapAdd), CapabilityDrop: slices.Clone(hc.CapDrop),
 	}
