@@ -186,8 +186,9 @@ func (s *sim) configure(ctx context.Context) error {
 			"defaults": map[string]any{"workspace": "ws-" + id, "llm": "m", "git_identity": "git-" + id, "dm": "dm-" + id}}
 	}
 	cfg["workspaces"], cfg["git_identities"], cfg["dms"], cfg["agents"] = workspaces, idents, dms, agents
-	// Compact: indented, 10,000 agents pass config.json's 4 MiB limit.
-	out, _ := json.Marshal(cfg)
+	// Indented, as a person writes it: 10,000 agents take 5.6 MiB, within
+	// config.json's 16 MiB limit.
+	out, _ := json.MarshalIndent(cfg, "", "  ")
 	if err := os.WriteFile(path, out, 0o644); err != nil {
 		return err
 	}
