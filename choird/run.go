@@ -104,6 +104,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agentsMgr.Sessions, agentsMgr.Sockets = rpcServer, rpcServer
 	builder := &build.Builder{Docker: dc, Home: home, AgentBinary: agentBinary(o.agentBin), Records: imageStore{st},
 		Secrets: func() config.Secrets { return plane.Config().Secrets }} // the MCP pinning's (build/mcp_secrets.go)
+	builder.Publish = publisher(agentsMgr.Runtime) // runtime.go: the swarm runtime's registry
 	agentsMgr.Images = imageStore{st}
 	plane.SetAgents(agentsMgr)
 	plane.SetMessenger(agentsMgr)
@@ -151,6 +152,12 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	agents, endpoint, httpEndpoint, err := listenAgents(ctx, home, o, dc)
 	if err != nil {
 		admin.Close()
+		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
+		return err
+	}
+	if agentsMgr.Runtime != nil && httpEndpoint == nil {
+		admin.Close() // no agent listener: the socket transport has none
+		err := fmt.Errorf("runtime.kind is %q: agents on Swarm nodes reach choird only over HTTPS; start choird with --transport=http and a --listen address the nodes reach", config.RuntimeSwarm)
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
 		return err
 	}

@@ -77,6 +77,11 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 		Docker: dc, Store: &repairingStore{Store: sessionStore{st}, repair: repair}, Leases: lease.NewTable(), Logs: lm, Home: home,
 		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current, Instance: instanceID(home),
 	}
+	if m.Runtime, err = agentRuntime(ctx, plane, dc); err != nil {
+		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())
+		dc.Close()
+		return nil, nil, err
+	}
 	repair.sessions = m
 	n, err := m.RemoveOrphans(ctx)
 	if err != nil {

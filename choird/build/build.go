@@ -43,6 +43,11 @@ type Builder struct {
 	// Secrets returns the running secrets; the MCP servers' pinning is
 	// given the ones their declarations name (mcp_secrets.go). Nil: none.
 	Secrets func() config.Secrets
+	// Publish, when set (the swarm runtime), checks the agent image and
+	// makes it runnable on every node (choird/swarm: no setuid file, pushed
+	// to the registry) and returns the reference the nodes pull; an error
+	// refuses the build: the image is neither recorded nor marked current.
+	Publish func(ctx context.Context, image string) (string, error)
 }
 
 // Result is a finished build.
@@ -177,6 +182,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 		if res.ImageID, err = b.withMCPPins(ctx, res, cfg, tree, res.ImageID, say); err != nil { // mcp_pin.go
 			return nil, err
 		}
+		if err := b.publish(ctx, res, say); err != nil {
+			return nil, err
+		}
 		if err := b.record(ctx, res, agent); err != nil {
 			return nil, err
 		}
@@ -199,6 +207,9 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 	}
 	res.AgentBuilt = true
 	say("built %s", res.Image)
+	if err := b.publish(ctx, res, say); err != nil {
+		return nil, err
+	}
 	if err := b.record(ctx, res, agent); err != nil {
 		return nil, err
 	}
@@ -206,6 +217,19 @@ func (b *Builder) Build(ctx context.Context, cfg *config.Config, agentID string,
 		return nil, err
 	}
 	return res, nil
+}
+
+// publish runs Publish on the agent image, if set.
+func (b *Builder) publish(ctx context.Context, res *Result, say func(string, ...any)) error {
+	if b.Publish == nil {
+		return nil
+	}
+	ref, err := b.Publish(ctx, res.Image)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	say("published %s as %s", res.Image, ref)
+	return nil
 }
 
 // sync fetches one repo, reporting progress and warnings.
