@@ -36,7 +36,7 @@ trap 'echo stopping; exit 0' TERM
 while :; do sleep 1; done
 `
 
-func swarmBox(t *testing.T, cl *swarmtest.Cluster, name, image, token string) lifecycle.Box {
+func swarmBox(t testing.TB, cl *swarmtest.Cluster, name, image, token string) lifecycle.Box {
 	t.Helper()
 	ws, sock := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(sock, lifecycle.CAName), []byte("CA-PEM"), 0o644)
@@ -59,7 +59,7 @@ func uniq(p string) string {
 
 // waitLogs reads the box's logs until they hold want, failing after a
 // deadline.
-func waitLogs(t *testing.T, rt lifecycle.Runtime, id, want string) string {
+func waitLogs(t testing.TB, rt lifecycle.Runtime, id, want string) string {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
@@ -198,4 +198,43 @@ func TestSwarmRuntimeRunsABoxOnTheWorker(t *testing.T) {
 
 func isGone(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), lifecycle.ErrGone.Error()) || docker.IsNotFound(err))
+}
+
+// BenchmarkBoxStartToReady: create (and start) a box until its first
+// process says ready, then remove it, on the manager's engine as a local
+// container and on the worker as a service from the registry.
+//
+//	go test -tags swarm -run XXX -bench BoxStartToReady -benchtime 5x ./choird/swarm
+func BenchmarkBoxStartToReady(b *testing.B) {
+	cl := swarmtest.Get(b)
+	ctx := context.Background()
+	image := "choir-agent-alice:" + uniq("bench")
+	dockertest.BusyboxImage(b, cl.Manager, image, dockertest.File{Name: "/choir/bin/choir-agent", Mode: 0o755, Body: []byte(agentScript)})
+	b.Cleanup(func() { cl.Manager.ImageRemove(context.Background(), image, docker.ImageRemoveOptions{}) })
+	for _, tc := range []struct {
+		name string
+		rt   lifecycle.Runtime
+	}{
+		{"local", lifecycle.Local{Docker: cl.Manager}},
+		{"swarm", &Runtime{Engine: cl.Manager, Registry: cl.Registry, PollEvery: 100 * time.Millisecond}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				box := swarmBox(b, cl, uniq("choir-bench"), image, uniq("tok"))
+				id, err := tc.rt.Create(ctx, box)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := tc.rt.Start(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				waitLogs(b, tc.rt, id, "ready")
+				b.StopTimer()
+				if err := tc.rt.Remove(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+		})
+	}
 }
