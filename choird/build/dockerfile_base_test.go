@@ -32,8 +32,10 @@ func TestDockerfileBaseDebian(t *testing.T) {
 	f.wantLine("are installed") // the offline path, not apt-get
 	out := run(t, f.c, res.Image, "git --version && rg --version && python3 --version && ssh -V 2>&1 && "+
 		"ls /etc/ssl/certs/ca-certificates.crt && readlink /choir/bin/git-cred-helper && "+
-		"ls /var/lib/apt/lists | wc -l && /choir/bin/choir-agent --help 2>&1 && cat /choir/version.json")
-	for _, want := range []string{"git version 2.", "ripgrep", "Python 3.11", "OpenSSH", "\nchoir-agent\n0\n", "-control-plane", `"image_version": "` + res.ImageVersion + `"`} {
+		"ls /var/lib/apt/lists | wc -l && /choir/bin/choir-agent --help 2>&1 && cat /choir/version.json && "+
+		"echo setuid=$(find / -xdev -perm /6000 -type f | wc -l)")
+	for _, want := range []string{"git version 2.", "ripgrep", "Python 3.11", "OpenSSH", "\nchoir-agent\n0\n", "-control-plane", `"image_version": "` + res.ImageVersion + `"`,
+		"setuid=0"} { // the swarm runtime refuses an image with a setuid or setgid file
 		if !strings.Contains(out, want) {
 			t.Errorf("the image lacks %q:\n%s", want, out)
 		}
