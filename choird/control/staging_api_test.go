@@ -170,6 +170,15 @@ func TestConfigApplyRefuses(t *testing.T) {
 			models := m["models"].(map[string]any)
 			models["other"] = models["sonnet"]
 			delete(models, "sonnet")
+			for _, md := range models { // fallbacks follow the rename
+				if fb, ok := md.(map[string]any)["fallback"].([]any); ok {
+					for i, n := range fb {
+						if n == "sonnet" {
+							fb[i] = "other"
+						}
+					}
+				}
+			}
 			for _, a := range m["agents"].(map[string]any) {
 				a.(map[string]any)["defaults"].(map[string]any)["llm"] = "other"
 			}
