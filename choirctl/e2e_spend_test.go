@@ -331,19 +331,24 @@ func parallelCores(t *testing.T, request map[string]any) {
 		out, _, _ := ctlRun(t, b.home, "", "session", "events", st.SessionID, "--json")
 		return strings.Count(out, `"CoreStopped"`) >= 8
 	}, report)
+	// An answer the model wrote while its core job was being stopped (the
+	// cap ends the jobs, cancelling calls in flight) never reached the
+	// agent: the ledger holds it as a failed (cancelled) attempt. Every
+	// answer the model gave is in the ledger once, either way.
 	served := m.served.Load()
 	var rep ctl.UsageReport
 	waitUntilT(t, "every answer in the ledger", time.Minute, func() bool {
 		rep = usageOf(t, b.home)
 		calls, _, _ := ledgerTokens(rep)
-		return calls >= served
+		_, failed := ledgerAttempts(rep)
+		return calls+failed >= served
 	}, report)
 	calls, tokens, _ := ledgerTokens(rep)
 	attempts, failed := ledgerAttempts(rep)
 	t.Logf("8 cores: %d model calls answered (%d attempts failed), %d tokens against a cap of %d (overshoot %d); %d core calls",
 		calls, failed, tokens, capTokens, tokens-capTokens, m.coreCalls.Load())
-	if calls != served {
-		t.Errorf("ledger has %d answered calls; the model answered %d", calls, served)
+	if calls > served || calls+failed < served {
+		t.Errorf("ledger has %d answered calls and %d failed attempts; the model answered %d", calls, failed, served)
 	}
 	if tokens > capTokens {
 		t.Errorf("ledger total %d tokens; want at most the cap %d", tokens, capTokens)
