@@ -154,16 +154,22 @@ func (w *Worktree) record(ctx context.Context, d Decision, msg string, who Ident
 	return commit, nil
 }
 
-// targets serialises fast-forwards per repository within choird: two
-// merges into one working copy at once could leave its index holding the
-// loser's files.
-var targets sync.Map // common git dir → *sync.Mutex
+// repos serialises, per repository within choird, what git cannot do
+// twice at once there: fast-forwards (two merges into one working copy at
+// once could leave its index holding the loser's files) and worktree adds
+// (worktree.go).
+var repos sync.Map // common git dir → *sync.Mutex
+
+// lockRepo takes the repository's lock and returns its release.
+func lockRepo(common string) (unlock func()) {
+	mu, _ := repos.LoadOrStore(common, new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	return mu.(*sync.Mutex).Unlock
+}
 
 // fastForward moves the target branch from the base to commit.
 func (w *Worktree) fastForward(ctx context.Context, commit string) error {
-	mu, _ := targets.LoadOrStore(w.Repo, new(sync.Mutex))
-	mu.(*sync.Mutex).Lock()
-	defer mu.(*sync.Mutex).Unlock()
+	defer lockRepo(w.Repo)()
 	c := bare(w.Repo)
 	ref := "refs/heads/" + w.Target
 	conflict := func(head, reason string) error {

@@ -139,7 +139,13 @@ func (m *Manager) Create(ctx context.Context, repo, runID, target string) (*Work
 	}
 	base := strings.TrimSpace(out)
 	branch := BranchPrefix + runID
-	if _, err := c.run(ctx, "worktree", "add", "-b", branch, dir, base); err != nil {
+	// git reads every worktree's record while it adds one, and a record
+	// another add is still writing fails it ("failed to read
+	// .../commondir"): adds of one repository go one at a time.
+	unlock := lockRepo(common)
+	_, err = c.run(ctx, "worktree", "add", "-b", branch, dir, base)
+	unlock()
+	if err != nil {
 		return nil, fmt.Errorf("create the worktree of run %s: %w", runID, err)
 	}
 	// The .git file was written by git a moment ago and nobody else has
