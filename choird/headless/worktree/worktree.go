@@ -140,8 +140,9 @@ func (m *Manager) Create(ctx context.Context, repo, runID, target string) (*Work
 	base := strings.TrimSpace(out)
 	branch := BranchPrefix + runID
 	// git reads every worktree's record while it adds one, and a record
-	// another add is still writing fails it ("failed to read
-	// .../commondir"): adds of one repository go one at a time.
+	// another add is still writing, or a discard removing, fails it
+	// ("failed to read .../commondir"): adds and removals of records of
+	// one repository go one at a time.
 	unlock := lockRepo(common)
 	_, err = c.run(ctx, "worktree", "add", "-b", branch, dir, base)
 	unlock()
@@ -306,6 +307,7 @@ func removeAdmin(common, gitDir, dir string) error {
 	if filepath.Clean(strings.TrimSpace(string(b))) != filepath.Join(dir, ".git") {
 		return nil // the record was reused for another worktree: not ours
 	}
+	defer lockRepo(common)() // an add reading the records meanwhile would fail on a half-removed one
 	return os.RemoveAll(gitDir)
 }
 
@@ -402,7 +404,10 @@ func (m *Manager) Sweep(ctx context.Context, repos []string, live func(runID str
 			if filepath.Dir(dir) != m.root || !ValidRunID(id) || live(id) {
 				continue
 			}
-			if err := os.RemoveAll(gitDir); err != nil {
+			unlock := lockRepo(common)
+			err = os.RemoveAll(gitDir)
+			unlock()
+			if err != nil {
 				return rep, fmt.Errorf("sweep worktrees: remove %s: %w", gitDir, err)
 			}
 			removed[id] = true
