@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"choir/testkit/hostbench"
 )
 
 // The demo's own content: a user, a personality and an example skill.
@@ -72,17 +73,9 @@ func (d *demo) configure(ctx context.Context) error {
 	if err := commit(ctx, agentRepo, map[string]string{"identity/SOUL.md": demoSoul}); err != nil {
 		return err
 	}
-	db, err := url.Parse(d.database)
-	if err != nil || db.Hostname() == "" {
-		return fmt.Errorf("the database URL %q is not a postgres:// URL", d.database)
-	}
-	port, _ := strconv.Atoi(db.Port())
-	if port == 0 {
-		port = 5432
-	}
-	sslmode := db.Query().Get("sslmode")
-	if sslmode == "" {
-		sslmode = "prefer"
+	db, err := hostbench.ParsePostgres(d.database)
+	if err != nil {
+		return err
 	}
 	model := map[string]any{"provider": "demo", "model": d.llm.model, "endpoint": d.llm.endpoint}
 	secrets := map[string]string{"demo-git": "demo-git-token-unused"}
@@ -94,8 +87,7 @@ func (d *demo) configure(ctx context.Context) error {
 		}
 		secrets["llm-key"] = d.llm.key
 	}
-	password, _ := db.User.Password()
-	secrets["postgres"] = orElse(db.User.Username(), "postgres") + ":" + password
+	secrets["postgres"] = db.Secret()
 	path := filepath.Join(d.home, "config.json")
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -105,8 +97,7 @@ func (d *demo) configure(ctx context.Context) error {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		return err
 	}
-	cfg["postgres"] = map[string]any{"host": db.Hostname(), "port": port, "database": orElse(strings.TrimPrefix(db.Path, "/"), "postgres"),
-		"sslmode": sslmode, "pool_size": 1, "secret": "postgres"}
+	cfg["postgres"] = db.Config(1, "postgres")
 	cfg["workspaces"] = map[string]any{"demo-ws": map[string]any{"path": workspace}}
 	cfg["models"] = map[string]any{"demo-model": model}
 	cfg["git_identities"] = map[string]any{"demo": map[string]any{"name": "Demo Agent", "email": "demo@choir.local", "secret": "demo-git"}}
@@ -126,13 +117,6 @@ func (d *demo) configure(ctx context.Context) error {
 		}
 	}
 	return exec.CommandContext(ctx, filepath.Join(d.bin, "choird"), "--check", "--home", d.home).Run()
-}
-
-func orElse(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // commit adds files to a bare repo's main branch through a scratch clone.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"choir/testkit/demomodel"
+	"choir/testkit/hostbench"
 )
 
 // agentProc is one running agent as the host sees it.
@@ -30,16 +31,16 @@ func (b *bench) run(ctx context.Context) error {
 		return err
 	}
 	var err error
-	if b.work, err = os.MkdirTemp("", "choir-scale-"); err != nil {
+	if b.Work, err = os.MkdirTemp("", "choir-scale-"); err != nil {
 		return err
 	}
-	b.home = filepath.Join(b.work, "home")
+	b.Home = filepath.Join(b.Work, "home")
 	steps := []struct {
 		what string
 		do   func(context.Context) error
 	}{
 		{"Docker engine", b.engine},
-		{"Postgres", b.postgres},
+		{"Postgres", b.StartPostgres},
 		{"Debian base image", b.debian},
 		{"model and Telegram", b.servers},
 		{"home, repos and config", b.configure},
@@ -64,14 +65,14 @@ func (b *bench) run(ctx context.Context) error {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
 		results = append(results, r)
-		b.say("N=%d measured; the table so far:", n)
+		b.Say("N=%d measured; the table so far:", n)
 		one, ten := b.chatLabels()
 		writeTable(b.stderr, results, one, ten)
 	}
 	fmt.Fprintln(b.stdout)
 	b.printTable(results)
 	if b.keep {
-		b.say("-keep: everything runs until SIGINT or SIGTERM: home %s, DOCKER_HOST=%s, choirctl --home %s", b.home, b.dc.Host(), b.home)
+		b.Say("-keep: everything runs until SIGINT or SIGTERM: home %s, DOCKER_HOST=%s, choirctl --home %s", b.Home, b.dc.Host(), b.Home)
 		<-ctx.Done()
 	}
 	return nil
@@ -93,7 +94,7 @@ func (b *bench) readBaseline(ctx context.Context) (baseline, error) {
 	if err := sleep(ctx, b.settle); err != nil {
 		return baseline{}, err
 	}
-	rss, err := readRSS(b.choird.Process.Pid)
+	rss, err := readRSS(b.ChoirdPID())
 	if err != nil {
 		return baseline{}, fmt.Errorf("choird's RSS: %w", err)
 	}
@@ -105,7 +106,7 @@ func (b *bench) readBaseline(ctx context.Context) (baseline, error) {
 func (b *bench) stage(ctx context.Context, n int) (result, error) {
 	r := result{N: n, DBCPU: math.NaN()}
 	have := len(b.agents)
-	b.say("N=%d: building %s … %s", n, agentID(have+1), agentID(n))
+	b.Say("N=%d: building %s … %s", n, agentID(have+1), agentID(n))
 	if err := b.each(ctx, have+1, n, func(ctx context.Context, id string) error { return b.build(ctx, id) }); err != nil {
 		return r, err
 	}
@@ -113,7 +114,7 @@ func (b *bench) stage(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	b.say("N=%d: starting %s … %s", n, agentID(have+1), agentID(n))
+	b.Say("N=%d: starting %s … %s", n, agentID(have+1), agentID(n))
 	started := make([]*agentProc, n-have)
 	if err := b.each(ctx, have+1, n-1, func(ctx context.Context, id string) error {
 		a, err := b.start(ctx, id)
@@ -135,7 +136,7 @@ func (b *bench) stage(ctx context.Context, n int) (result, error) {
 		return r, err
 	}
 	r.StartNth = time.Since(t0)
-	if err := b.choirdExited(); err != nil {
+	if err := b.ChoirdExited(); err != nil {
 		return r, err
 	}
 	if err := sleep(ctx, b.settle); err != nil {
@@ -149,26 +150,26 @@ func (b *bench) stage(ctx context.Context, n int) (result, error) {
 	if err := b.memory(&r); err != nil {
 		return r, err
 	}
-	b.say("N=%d: idle for %v", n, b.idle)
+	b.Say("N=%d: idle for %v", n, b.idle)
 	if err := b.idleCPU(ctx, &r); err != nil {
 		return r, err
 	}
-	b.say("N=%d: chatting", n)
+	b.Say("N=%d: chatting", n)
 	b.model.take()
 	lat, err := b.chat(ctx, b.agents[:1], b.chat1)
 	if err != nil {
 		return r, err
 	}
-	r.Chat1P50, r.Chat1P95 = percentile(lat, 50), percentile(lat, 95)
+	r.Chat1P50, r.Chat1P95 = hostbench.Percentile(lat, 50), hostbench.Percentile(lat, 95)
 	if n >= 10 {
 		lat, err := b.chat(ctx, b.agents[:10], b.chat10)
 		if err != nil {
 			return r, err
 		}
-		r.Chat10P50, r.Chat10P95 = percentile(lat, 50), percentile(lat, 95)
+		r.Chat10P50, r.Chat10P95 = hostbench.Percentile(lat, 50), hostbench.Percentile(lat, 95)
 	}
-	r.ModelP50 = percentile(b.model.take(), 50)
-	return r, b.choirdExited()
+	r.ModelP50 = hostbench.Percentile(b.model.take(), 50)
+	return r, b.ChoirdExited()
 }
 
 // keepStarted adds the agents a stage started to b.agents, in order.
@@ -219,7 +220,7 @@ func (b *bench) each(ctx context.Context, from, to int, do func(context.Context,
 		case <-ctx.Done():
 		}
 		if i%100 == 0 {
-			b.say("… %s", agentID(i))
+			b.Say("… %s", agentID(i))
 		}
 	}
 	close(next)
@@ -234,7 +235,7 @@ func (b *bench) each(ctx context.Context, from, to int, do func(context.Context,
 // teardown.
 func (b *bench) build(ctx context.Context, id string) error {
 	var out bytes.Buffer
-	err := b.ctl(ctx, nil, &out, "agent", "build", id, "--json")
+	err := b.Ctl(ctx, nil, &out, "agent", "build", id, "--json")
 	b.remember(id)
 	if err != nil {
 		return err
@@ -260,7 +261,7 @@ func (b *bench) remember(id string) {
 // start starts one agent and finds its processes on the host.
 func (b *bench) start(ctx context.Context, id string) (*agentProc, error) {
 	var out bytes.Buffer
-	if err := b.ctl(ctx, nil, &out, "agent", "start", id, "--dm=dm-"+id, "--json"); err != nil {
+	if err := b.Ctl(ctx, nil, &out, "agent", "start", id, "--dm=dm-"+id, "--json"); err != nil {
 		return nil, err
 	}
 	var st struct {
@@ -316,7 +317,7 @@ func (b *bench) memory(r *result) error {
 	r.ContainerPSS, r.ShimPSS = float64(container)/n, float64(shim)/n
 	var err error
 	r.MemAvailDrop = float64(b.memDrop) / n
-	if r.ChoirdRSS, err = readRSS(b.choird.Process.Pid); err != nil {
+	if r.ChoirdRSS, err = readRSS(b.ChoirdPID()); err != nil {
 		return fmt.Errorf("choird's RSS: %w", err)
 	}
 	r.ChoirdGrowth = float64(r.ChoirdRSS-b.baseline.choirdRSS) / n
@@ -328,13 +329,13 @@ type cpuSample struct{ choird, agents, db uint64 }
 
 func (b *bench) sampleCPU() (cpuSample, error) {
 	var s cpuSample
-	st, err := readStat(b.choird.Process.Pid)
+	st, err := readStat(b.ChoirdPID())
 	if err != nil {
 		return s, fmt.Errorf("choird's CPU: %w", err)
 	}
 	s.choird = st.CPUNanos()
-	if b.dbPID > 0 {
-		st, err := readStat(b.dbPID)
+	if b.DBPID > 0 {
+		st, err := readStat(b.DBPID)
 		if err != nil {
 			return s, fmt.Errorf("PGlite's CPU: %w", err)
 		}
@@ -368,7 +369,7 @@ func (b *bench) idleCPU(ctx context.Context, r *result) error {
 	r.Window = b.idle
 	r.ChoirdCPU = float64(after.choird-before.choird) / wall
 	r.AgentsCPU = float64(after.agents-before.agents) / wall
-	if b.dbPID > 0 {
+	if b.DBPID > 0 {
 		r.DBCPU = float64(after.db-before.db) / wall
 	}
 	heartbeats := float64(len(b.agents)) * wall / float64(b.heartbeat)
@@ -390,7 +391,7 @@ func (b *bench) chat(ctx context.Context, agents []*agentProc, msgs int) ([]time
 			for k := 1; k <= msgs; k++ {
 				var out bytes.Buffer
 				t0 := time.Now()
-				err := b.ctl(ctx, strings.NewReader(fmt.Sprintf("hello %d", k)), &out, "chat", a.id, "--once", "--timeout", "2m")
+				err := b.Ctl(ctx, strings.NewReader(fmt.Sprintf("hello %d", k)), &out, "chat", a.id, "--once", "--timeout", "2m")
 				d := time.Since(t0)
 				if err == nil && !strings.Contains(out.String(), demomodel.Prefix) {
 					err = fmt.Errorf("chat %s: the answer %q is not the model's", a.id, abbrev(out.String()))

@@ -33,47 +33,25 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"sort"
-	"strconv"
-	"strings"
-	"syscall"
+	"slices"
 	"time"
+
+	"choir/testkit/hostbench"
 )
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
-	force := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		fmt.Fprintln(os.Stderr, "scale: interrupted: cleaning up (a second signal kills choird instead of waiting for its graceful stop)")
-		cancel()
-		<-sigs
-		close(force)
-	}()
+	ctx, force, stop := hostbench.Signals("scale", os.Stderr)
 	err := run(ctx, force, os.Args[1:], os.Stdout, os.Stderr)
-	cancel()
-	switch {
-	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil && !errors.Is(err, context.Canceled):
-		fmt.Fprintf(os.Stderr, "scale: %v\n", err)
-		os.Exit(1)
-	}
+	stop()
+	os.Exit(hostbench.ExitStatus("scale", err, os.Stderr))
 }
-
-var errUsage = errors.New("usage")
 
 // options are the command's flags.
 type options struct {
-	bin, repo string
 	ns        []int // stages, ascending
 	idle      time.Duration
 	heartbeat time.Duration
@@ -84,19 +62,19 @@ type options struct {
 	keep      bool
 	stdout    io.Writer
 	stderr    io.Writer
-	dbURL     string // CHOIR_DATABASE_URL
 }
 
 func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stderr io.Writer) error {
 	o := options{stdout: stdout, stderr: stderr}
+	h := &hostbench.Host{Name: "scale", Stderr: stderr, DBURL: os.Getenv("CHOIR_DATABASE_URL")}
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: scale [-ns 1,10,100] [-n 1000] [-idle 30s] [-keep] [-quick] (make bench-scale ARGS='...')")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.bin, "bin", "bin", "the directory holding choird, choirctl and choir-agent (make build)")
-	fs.StringVar(&o.repo, "repo", ".", "the choir checkout (for testkit's scripts)")
+	fs.StringVar(&h.Bin, "bin", "bin", "the directory holding choird, choirctl and choir-agent (make build)")
+	fs.StringVar(&h.Repo, "repo", ".", "the choir checkout (for testkit's scripts)")
 	list := fs.String("ns", "1,10,100", "the numbers of agents to measure at, comma-separated")
 	big := fs.Int("n", 0, "one larger N to measure at after the list (e.g. 1000); 0 for none")
 	fs.DurationVar(&o.idle, "idle", 30*time.Second, "the idle window CPU is measured over")
@@ -104,20 +82,13 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	fs.IntVar(&o.parallel, "parallel", 4, "agents built and started at once while growing a stage")
 	fs.BoolVar(&o.keep, "keep", false, "after the table, keep everything running until SIGINT or SIGTERM (to look around)")
 	quick := fs.Bool("quick", false, "for development: a 5 s idle window, 5 messages to one agent and 2 from each of ten")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "scale: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if done, err := hostbench.ParseFlags(fs, args, stderr); done {
+		return err
 	}
 	ns, err := parseNs(*list, *big)
 	if err != nil {
 		fmt.Fprintf(stderr, "scale: %v\n", err)
-		return errUsage
+		return hostbench.ErrUsage
 	}
 	o.ns = ns
 	o.chat1, o.chat10, o.settle = 20, 5, 4*o.heartbeat
@@ -126,10 +97,9 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	}
 	if o.idle < time.Second || o.heartbeat < 100*time.Millisecond || o.parallel < 1 {
 		fmt.Fprintln(stderr, "scale: -idle must be at least 1s, -heartbeat at least 100ms and -parallel at least 1")
-		return errUsage
+		return hostbench.ErrUsage
 	}
-	o.dbURL = os.Getenv("CHOIR_DATABASE_URL")
-	b := &bench{options: o, force: force}
+	b := &bench{options: o, Host: h, force: force}
 	defer b.teardown()
 	if err := b.run(ctx); ctx.Err() == nil {
 		return err
@@ -139,31 +109,19 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 
 // parseNs reads the -ns list and -n: positive, distinct, ascending.
 func parseNs(list string, big int) ([]int, error) {
-	seen := map[int]bool{}
-	var ns []int
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-ns: %q is not a positive number of agents", f)
-		}
-		if !seen[n] {
-			seen[n] = true
-			ns = append(ns, n)
-		}
+	ns, err := hostbench.ParseCounts("-ns", list)
+	if err != nil {
+		return nil, err
 	}
 	if big < 0 {
 		return nil, fmt.Errorf("-n %d: want a positive number of agents, or 0 for none", big)
 	}
-	if big > 0 && !seen[big] {
+	if big > 0 && !slices.Contains(ns, big) {
 		ns = append(ns, big)
+		slices.Sort(ns)
 	}
 	if len(ns) == 0 {
 		return nil, fmt.Errorf("-ns %q and -n %d name no number of agents", list, big)
 	}
-	sort.Ints(ns)
 	return ns, nil
 }

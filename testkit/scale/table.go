@@ -1,13 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"choir/testkit/hostbench"
 )
 
 // result is what one stage (N agents running) measured. A zero duration
@@ -32,23 +32,6 @@ type result struct {
 	Chat1P50, Chat1P95   time.Duration // one agent, messages in a row
 	Chat10P50, Chat10P95 time.Duration // ten agents at once
 	ModelP50             time.Duration // the fake model's own time to answer
-}
-
-// percentile is the nearest-rank percentile p (0-100] of ds, 0 for none.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	if rank < 1 {
-		rank = 1
-	}
-	if rank > len(s) {
-		rank = len(s)
-	}
-	return s[rank-1]
 }
 
 // writeTable writes the results as a markdown table, one column per N.
@@ -93,42 +76,24 @@ func writeTable(w io.Writer, rs []result, chat1, chat10 string) error {
 	if len(rs) > 0 && rs[0].Window > 0 {
 		window = "idle " + rs[0].Window.String()
 	}
-	rows := []struct {
-		name string
-		cell func(r result) string
-	}{
-		{"container PSS per agent (MiB)", func(r result) string { return mib(r.ContainerPSS) }},
-		{"shim PSS per agent (MiB)", func(r result) string { return mib(r.ShimPSS) }},
-		{"all-in per agent: container + shim PSS (MiB)", func(r result) string { return mib(r.ContainerPSS + r.ShimPSS) }},
-		{"MemAvailable drop per agent (MiB)", func(r result) string { return mib(r.MemAvailDrop) }},
-		{"choird RSS (MiB)", func(r result) string { return mib(float64(r.ChoirdRSS)) }},
-		{"choird RSS growth per agent (KiB)", func(r result) string { return kib(r.ChoirdGrowth) }},
-		{"choird CPU, " + window + " (% of a core)", func(r result) string { return pct(r.ChoirdCPU) }},
-		{"choird CPU per idle heartbeat (µs)", us},
-		{"all agents' CPU, " + window + " (% of a core)", func(r result) string { return pct(r.AgentsCPU) }},
-		{"database CPU, " + window + " (% of a core)", func(r result) string { return pct(r.DBCPU) }},
-		{"start→running of the Nth agent (ms)", func(r result) string { return ms(r.StartNth) }},
-		{"chat --once, " + chat1 + ": p50 / p95 (ms)", func(r result) string { return pair(r.Chat1P50, r.Chat1P95) }},
-		{"chat --once, " + chat10 + ": p50 / p95 (ms)", func(r result) string { return pair(r.Chat10P50, r.Chat10P95) }},
-		{"the model's own answer, p50 (ms)", func(r result) string { return ms(r.ModelP50) }},
+	rows := []hostbench.Row[result]{
+		{Name: "container PSS per agent (MiB)", Cell: func(r result) string { return mib(r.ContainerPSS) }},
+		{Name: "shim PSS per agent (MiB)", Cell: func(r result) string { return mib(r.ShimPSS) }},
+		{Name: "all-in per agent: container + shim PSS (MiB)", Cell: func(r result) string { return mib(r.ContainerPSS + r.ShimPSS) }},
+		{Name: "MemAvailable drop per agent (MiB)", Cell: func(r result) string { return mib(r.MemAvailDrop) }},
+		{Name: "choird RSS (MiB)", Cell: func(r result) string { return mib(float64(r.ChoirdRSS)) }},
+		{Name: "choird RSS growth per agent (KiB)", Cell: func(r result) string { return kib(r.ChoirdGrowth) }},
+		{Name: "choird CPU, " + window + " (% of a core)", Cell: func(r result) string { return pct(r.ChoirdCPU) }},
+		{Name: "choird CPU per idle heartbeat (µs)", Cell: us},
+		{Name: "all agents' CPU, " + window + " (% of a core)", Cell: func(r result) string { return pct(r.AgentsCPU) }},
+		{Name: "database CPU, " + window + " (% of a core)", Cell: func(r result) string { return pct(r.DBCPU) }},
+		{Name: "start→running of the Nth agent (ms)", Cell: func(r result) string { return ms(r.StartNth) }},
+		{Name: "chat --once, " + chat1 + ": p50 / p95 (ms)", Cell: func(r result) string { return pair(r.Chat1P50, r.Chat1P95) }},
+		{Name: "chat --once, " + chat10 + ": p50 / p95 (ms)", Cell: func(r result) string { return pair(r.Chat10P50, r.Chat10P95) }},
+		{Name: "the model's own answer, p50 (ms)", Cell: func(r result) string { return ms(r.ModelP50) }},
 	}
 	var b strings.Builder
-	b.WriteString("| |")
-	for _, r := range rs {
-		fmt.Fprintf(&b, " N=%d |", r.N)
-	}
-	b.WriteString("\n|---|")
-	for range rs {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		b.WriteString("| " + row.name + " |")
-		for _, r := range rs {
-			b.WriteString(" " + row.cell(r) + " |")
-		}
-		b.WriteString("\n")
-	}
+	hostbench.WriteTable(&b, rs, func(r result) int { return r.N }, rows)
 	_, err := io.WriteString(w, b.String())
 	return err
 }

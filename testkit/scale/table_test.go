@@ -13,51 +13,6 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden")
 
-func TestPercentile(t *testing.T) {
-	ms := func(ns ...int) []time.Duration {
-		var ds []time.Duration
-		for _, n := range ns {
-			ds = append(ds, time.Duration(n)*time.Millisecond)
-		}
-		return ds
-	}
-	twenty := ms(20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
-	tests := []struct {
-		name string
-		ds   []time.Duration
-		p    float64
-		want time.Duration
-	}{
-		{"none", nil, 50, 0},
-		{"one", ms(7), 95, 7 * time.Millisecond},
-		{"p50 of 20 is the 10th", twenty, 50, 10 * time.Millisecond},
-		{"p95 of 20 is the 19th", twenty, 95, 19 * time.Millisecond},
-		{"p100 is the largest", twenty, 100, 20 * time.Millisecond},
-		{"p50 of 50 is the 25th", ms(seq(50)...), 50, 25 * time.Millisecond},
-		{"p95 of 50 is the 48th", ms(seq(50)...), 95, 48 * time.Millisecond},
-		{"a tiny p is the smallest", ms(3, 1, 2), 0.1, 1 * time.Millisecond},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			in := append([]time.Duration(nil), tt.ds...)
-			if got := percentile(tt.ds, tt.p); got != tt.want {
-				t.Errorf("percentile(%v, %v) = %v; want %v", tt.ds, tt.p, got, tt.want)
-			}
-			if !reflect.DeepEqual(in, tt.ds) {
-				t.Errorf("percentile reordered its input")
-			}
-		})
-	}
-}
-
-func seq(n int) []int {
-	s := make([]int, n)
-	for i := range s {
-		s[i] = n - i
-	}
-	return s
-}
-
 func TestWriteTable(t *testing.T) {
 	rs := []result{
 		{N: 1, ContainerPSS: 2.5 * (1 << 20), ShimPSS: 2.4 * (1 << 20), MemAvailDrop: 7.2 * (1 << 20), ChoirdRSS: 30 << 20, ChoirdGrowth: 130 << 10,

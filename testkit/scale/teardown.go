@@ -5,10 +5,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"choir/internal/docker"
@@ -21,22 +19,12 @@ import (
 // if it started one, and the scratch directory. Every step runs even when
 // an earlier one failed.
 func (b *bench) teardown() {
-	if b.work == "" {
+	if b.Work == "" {
 		return
 	}
-	if b.choird != nil && b.choirdDone != nil {
-		b.say("stopping choird and its %d agent(s)", len(b.agents))
-		b.choird.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-b.choirdDone:
-		case <-b.force:
-			b.choird.Process.Kill()
-			<-b.choirdDone
-		case <-time.After(choirdStopWait):
-			fmt.Fprintf(b.stderr, "scale: choird did not stop within %v: killing it\n", choirdStopWait)
-			b.choird.Process.Kill()
-			<-b.choirdDone
-		}
+	if b.ChoirdRunning() {
+		b.Say("stopping choird and its %d agent(s)", len(b.agents))
+		b.StopChoird(b.force, choirdStopWait)
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer rcancel()
@@ -46,22 +34,17 @@ func (b *bench) teardown() {
 		b.dc.Close()
 	}
 	if b.tg != nil {
-		b.tg.close()
-		b.tgSrv.Close()
+		b.tg.Close()
 	}
 	if b.modelSrv != nil {
 		b.modelSrv.Close()
 	}
-	if b.pgDir != "" {
-		b.script(rctx, "testkit/pgtest/pglite.sh", "stop", b.pgDir)
-	}
+	b.StopPostgres(rctx)
 	if b.engineDir != "" {
-		b.script(rctx, "testkit/dockertest/engine.sh", "stop", b.engineDir)
+		b.Script(rctx, "testkit/dockertest/engine.sh", "stop", b.engineDir)
 	}
-	if err := os.RemoveAll(b.work); err != nil {
-		fmt.Fprintf(b.stderr, "scale: remove %s: %v\n", b.work, err)
-	}
-	b.say("stopped; everything the benchmark started is gone")
+	b.RemoveWork()
+	b.Say("stopped; everything the benchmark started is gone")
 }
 
 // choirdStopWait bounds choird's graceful stop of all its agents at once.
@@ -76,13 +59,13 @@ func instanceLabel(home string) string {
 
 // removeContainers force-removes every container of this home that is left.
 func (b *bench) removeContainers(ctx context.Context) {
-	cs, err := b.dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {instanceLabel(b.home)}}})
+	cs, err := b.dc.ContainerList(ctx, docker.ContainerListOptions{All: true, Filters: docker.Filters{"label": {instanceLabel(b.Home)}}})
 	if err != nil {
 		fmt.Fprintf(b.stderr, "scale: list containers left: %v\n", err)
 		return
 	}
 	if len(cs) > 0 {
-		b.say("removing %d container(s) left", len(cs))
+		b.Say("removing %d container(s) left", len(cs))
 	}
 	ids := make(chan string)
 	var wg sync.WaitGroup

@@ -38,48 +38,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"choir/testkit/hostbench"
 )
 
 func main() {
-	ctx, cancel := context.WithCancel(context.Background())
-	force := make(chan struct{})
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
-	go func() {
-		<-sigs
-		fmt.Fprintln(os.Stderr, "sim: interrupted: cleaning up (a second signal kills choird instead of waiting for its graceful stop)")
-		cancel()
-		<-sigs
-		close(force)
-	}()
+	ctx, force, stop := hostbench.Signals("sim", os.Stderr)
 	err := run(ctx, force, os.Args[1:], os.Stdout, os.Stderr)
-	cancel()
-	switch {
-	case errors.Is(err, errUsage):
-		os.Exit(2)
-	case err != nil && !errors.Is(err, context.Canceled):
-		fmt.Fprintf(os.Stderr, "sim: %v\n", err)
-		os.Exit(1)
-	}
+	stop()
+	os.Exit(hostbench.ExitStatus("sim", err, os.Stderr))
 }
-
-var errUsage = errors.New("usage")
 
 // options are the command's flags.
 type options struct {
-	bin, repo   string
 	ns          []int
 	window      time.Duration
 	parallel    int
@@ -87,21 +66,21 @@ type options struct {
 	maxFailures int
 	keepGoing   bool
 	pool        int
-	dbURL       string
 	stdout      io.Writer
 	stderr      io.Writer
 }
 
 func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stderr io.Writer) error {
 	o := options{stdout: stdout, stderr: stderr}
+	h := &hostbench.Host{Name: "sim", Stderr: stderr, DBURL: os.Getenv("CHOIR_DATABASE_URL")}
 	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: sim [-n 1000,10000] [-window 60s] [-parallel 16] [-turns 0.02] (make bench-sim ARGS='...')")
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.bin, "bin", "bin", "the directory holding choird and choirctl (make build)")
-	fs.StringVar(&o.repo, "repo", ".", "the choir checkout (for testkit's scripts)")
+	fs.StringVar(&h.Bin, "bin", "bin", "the directory holding choird and choirctl (make build)")
+	fs.StringVar(&h.Repo, "repo", ".", "the choir checkout (for testkit's scripts)")
 	list := fs.String("n", "1000,10000", "the numbers of agents to grow to, comma-separated")
 	fs.DurationVar(&o.window, "window", 60*time.Second, "the window each stage is measured over")
 	fs.IntVar(&o.parallel, "parallel", 16, "agent starts at once")
@@ -109,28 +88,20 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	fs.IntVar(&o.maxFailures, "max-failures", 50, "a stage stops starting agents after this many failed starts")
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "try the later stages even after choird gave out")
 	fs.IntVar(&o.pool, "pool", 1, "choird's Postgres pool size (PGlite serves one connection)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sim: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if done, err := hostbench.ParseFlags(fs, args, stderr); done {
+		return err
 	}
 	ns, err := parseNs(*list)
 	if err != nil {
 		fmt.Fprintf(stderr, "sim: %v\n", err)
-		return errUsage
+		return hostbench.ErrUsage
 	}
 	o.ns = ns
 	if o.window < time.Second || o.parallel < 1 || o.turnRate < 0 || o.turnRate > 1 || o.pool < 1 {
 		fmt.Fprintln(stderr, "sim: -window must be at least 1s, -parallel and -pool at least 1, -turns between 0 and 1")
-		return errUsage
+		return hostbench.ErrUsage
 	}
-	o.dbURL = os.Getenv("CHOIR_DATABASE_URL")
-	s := &sim{options: o, force: force, rec: newRecorder()}
+	s := &sim{options: o, Host: h, force: force, rec: newRecorder()}
 	defer s.teardown()
 	if err := s.run(ctx); ctx.Err() == nil {
 		return err
@@ -140,27 +111,11 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 
 // parseNs reads the -n list: positive, distinct, ascending.
 func parseNs(list string) ([]int, error) {
-	seen := map[int]bool{}
-	var ns []int
-	for _, f := range strings.Split(list, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(strings.ReplaceAll(f, "_", ""))
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("-n: %q is not a positive number of agents", f)
-		}
-		if !seen[n] {
-			seen[n] = true
-			ns = append(ns, n)
-		}
+	ns, err := hostbench.ParseCounts("-n", list)
+	if err == nil && len(ns) == 0 {
+		err = fmt.Errorf("-n %q names no number of agents", list)
 	}
-	if len(ns) == 0 {
-		return nil, fmt.Errorf("-n %q names no number of agents", list)
-	}
-	sort.Ints(ns)
-	return ns, nil
+	return ns, err
 }
 
 func (s *sim) run(ctx context.Context) error {
@@ -168,22 +123,22 @@ func (s *sim) run(ctx context.Context) error {
 		return fmt.Errorf("the simulator reads /proc: it runs on Linux only (this is %s)", runtime.GOOS)
 	}
 	for _, b := range []string{"choird", "choirctl"} {
-		if _, err := os.Stat(s.bin + "/" + b); err != nil {
-			return fmt.Errorf("%s/%s is missing: run make build first (make bench-sim does)", s.bin, b)
+		if _, err := os.Stat(s.Bin + "/" + b); err != nil {
+			return fmt.Errorf("%s/%s is missing: run make build first (make bench-sim does)", s.Bin, b)
 		}
 	}
 	raiseFileLimit()
 	var err error
-	if s.work, err = os.MkdirTemp("", "choir-sim-"); err != nil {
+	if s.Work, err = os.MkdirTemp("", "choir-sim-"); err != nil {
 		return err
 	}
-	s.home = s.work + "/home"
+	s.Home = s.Work + "/home"
 	steps := []struct {
 		what string
 		do   func(context.Context) error
 	}{
 		{"fake engine and Telegram", func(context.Context) error { return s.servers() }},
-		{"Postgres", s.postgres},
+		{"Postgres", s.StartPostgres},
 		{"home and config", s.configure},
 		{"choird", s.startChoird},
 	}
@@ -203,10 +158,10 @@ func (s *sim) run(ctx context.Context) error {
 			return fmt.Errorf("N=%d: %w", n, err)
 		}
 		results = append(results, r)
-		s.say("N=%d measured; the table so far:", n)
+		s.Say("N=%d measured; the table so far:", n)
 		writeTable(s.stderr, results)
 		if r.gaveOut() && !s.keepGoing {
-			s.say("choird gave out at N=%d: later stages not tried (-keep-going tries them)", n)
+			s.Say("choird gave out at N=%d: later stages not tried (-keep-going tries them)", n)
 			break
 		}
 	}

@@ -113,33 +113,6 @@ func TestEngineImageAndNotServed(t *testing.T) {
 	}
 }
 
-func TestPercentile(t *testing.T) {
-	ms := func(ns ...int) []time.Duration {
-		var ds []time.Duration
-		for _, n := range ns {
-			ds = append(ds, time.Duration(n)*time.Millisecond)
-		}
-		return ds
-	}
-	tests := []struct {
-		ds   []time.Duration
-		p    float64
-		want time.Duration
-	}{
-		{nil, 50, 0},
-		{ms(7), 99, 7 * time.Millisecond},
-		{ms(5, 1, 4, 2, 3), 50, 3 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 50, 5 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 99, 10 * time.Millisecond},
-		{ms(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0, time.Millisecond},
-	}
-	for _, tt := range tests {
-		if got := percentile(tt.ds, tt.p); got != tt.want {
-			t.Errorf("percentile(%v, %v) = %v; want %v", tt.ds, tt.p, got, tt.want)
-		}
-	}
-}
-
 func TestErrorClass(t *testing.T) {
 	tests := []struct {
 		err  error

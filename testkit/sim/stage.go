@@ -37,18 +37,18 @@ func (r result) gaveOut() bool { return r.Failed > 0 || r.Ended401 > 0 || r.Runn
 // stage grows the running agents to n, settles, and measures over the
 // window.
 func (s *sim) stage(ctx context.Context, n int) (result, error) {
-	r := result{N: n, HasDB: s.dbPID > 0}
+	r := result{N: n, HasDB: s.DBPID > 0}
 	s.rec.take()
 	c0 := s.counters()
 	from := s.started + 1
-	s.say("N=%d: starting %s … %s, %d at once", n, agentID(from), agentID(n), s.parallel)
+	s.Say("N=%d: starting %s … %s, %d at once", n, agentID(from), agentID(n), s.parallel)
 	t0 := time.Now()
 	if err := s.startAll(ctx, from, n, &r); err != nil {
 		return r, err
 	}
 	r.StartWall = time.Since(t0)
-	s.say("N=%d: %d started, %d failed in %v; settling", n, r.Started, r.Failed, r.StartWall.Round(time.Millisecond))
-	if err := s.choirdExited(); err != nil {
+	s.Say("N=%d: %d started, %d failed in %v; settling", n, r.Started, r.Failed, r.StartWall.Round(time.Millisecond))
+	if err := s.ChoirdExited(); err != nil {
 		return r, err
 	}
 	if err := sleep(ctx, 10*time.Second); err != nil { // two default heartbeats
@@ -59,9 +59,9 @@ func (s *sim) stage(ctx context.Context, n int) (result, error) {
 	if err != nil {
 		return r, err
 	}
-	sent0 := s.tg.sent.Load()
+	sent0 := s.tg.Sent()
 	dm0 := s.cnt.dmSent.Load()
-	s.say("N=%d: measuring for %v", n, s.window)
+	s.Say("N=%d: measuring for %v", n, s.window)
 	w0 := time.Now()
 	if err := sleep(ctx, s.window); err != nil {
 		return r, err
@@ -80,7 +80,7 @@ func (s *sim) stage(ctx context.Context, n int) (result, error) {
 	if r.HasDB {
 		r.DBCPU = float64(after.db.cpu-before.db.cpu) / wall
 	}
-	r.Delivered, r.DMSent = s.tg.sent.Load()-sent0, s.cnt.dmSent.Load()-dm0
+	r.Delivered, r.DMSent = s.tg.Sent()-sent0, s.cnt.dmSent.Load()-dm0
 	c1 := s.counters()
 	r.Ended401, r.HelloFail, r.StreamDrops = c1.ended401-c0.ended401, c1.helloFail-c0.helloFail, c1.streamDrop-c0.streamDrop
 	list, err := s.admin.Agents(ctx)
@@ -92,7 +92,7 @@ func (s *sim) stage(ctx context.Context, n int) (result, error) {
 			r.Running++
 		}
 	}
-	return r, s.choirdExited()
+	return r, s.ChoirdExited()
 }
 
 type counterSnap struct{ ended401, helloFail, streamDrop int64 }
@@ -123,7 +123,7 @@ func (s *sim) startAll(ctx context.Context, from, to int, r *result) error {
 					r.Failed++
 					if r.FirstFailure == "" {
 						r.FirstFailure = fmt.Sprintf("%s (with %d running): %s", agentID(i), s.cnt.running.Load(), abbrev(err.Error(), 400))
-						s.say("first failed start: %s", r.FirstFailure)
+						s.Say("first failed start: %s", r.FirstFailure)
 					}
 				} else {
 					r.Started++
@@ -149,7 +149,7 @@ loop:
 			break loop
 		}
 		if i%500 == 0 {
-			s.say("… %s (%d running)", agentID(i), s.cnt.running.Load())
+			s.Say("… %s (%d running)", agentID(i), s.cnt.running.Load())
 		}
 	}
 	close(next)
@@ -164,11 +164,11 @@ type samples struct{ choird, db, self procSample }
 func (s *sim) sample() (samples, error) {
 	var out samples
 	var err error
-	if out.choird, err = readProc(s.choird.Process.Pid); err != nil {
+	if out.choird, err = readProc(s.ChoirdPID()); err != nil {
 		return out, fmt.Errorf("choird's /proc: %w", err)
 	}
-	if s.dbPID > 0 {
-		if out.db, err = readProc(s.dbPID); err != nil {
+	if s.DBPID > 0 {
+		if out.db, err = readProc(s.DBPID); err != nil {
 			return out, fmt.Errorf("PGlite's /proc: %w", err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"choir/testkit/hostbench"
 )
 
 // writeTable writes the results as a markdown table, one column per N,
@@ -20,22 +22,19 @@ func writeTable(w io.Writer, rs []result) error {
 	if len(rs) > 0 {
 		window = rs[0].Window.String() + " window"
 	}
-	type row struct {
-		name string
-		cell func(r result) string
-	}
+	type row = hostbench.Row[result]
 	rows := []row{
-		{"agents started / failed this stage", func(r result) string {
+		{Name: "agents started / failed this stage", Cell: func(r result) string {
 			s := fmt.Sprintf("%d / %d", r.Started, r.Failed)
 			if r.Stopped {
 				s += " (stopped)"
 			}
 			return s
 		}},
-		{"running at the window's end (choird's list)", func(r result) string { return strconv.Itoa(r.Running) }},
-		{"the stage's starts, wall (s)", func(r result) string { return strconv.FormatFloat(r.StartWall.Seconds(), 'f', 1, 64) }},
-		{"choird CPU, " + window + " (% of a core)", func(r result) string { return pct(r.ChoirdCPU) }},
-		{"choird CPU per agent call (µs)", func(r result) string {
+		{Name: "running at the window's end (choird's list)", Cell: func(r result) string { return strconv.Itoa(r.Running) }},
+		{Name: "the stage's starts, wall (s)", Cell: func(r result) string { return strconv.FormatFloat(r.StartWall.Seconds(), 'f', 1, 64) }},
+		{Name: "choird CPU, " + window + " (% of a core)", Cell: func(r result) string { return pct(r.ChoirdCPU) }},
+		{Name: "choird CPU per agent call (µs)", Cell: func(r result) string {
 			calls := 0
 			for _, c := range []string{callIdle, callEvents, callDMSend} {
 				calls += len(r.T.lat[c])
@@ -45,18 +44,18 @@ func writeTable(w io.Writer, rs []result) error {
 			}
 			return strconv.FormatFloat(r.ChoirdCPU*float64(r.Window)/float64(calls)/1e3, 'f', 0, 64)
 		}},
-		{"database CPU (% of a core)", func(r result) string {
+		{Name: "database CPU (% of a core)", Cell: func(r result) string {
 			if !r.HasDB {
 				return "—"
 			}
 			return pct(r.DBCPU)
 		}},
-		{"simulator CPU, same cores (% of a core)", func(r result) string { return pct(r.SimCPU) }},
-		{"choird RSS / PSS (MiB)", func(r result) string { return mib(r.Choird.rss) + " / " + mib(r.Choird.pss) }},
-		{"choird open files / threads", func(r result) string { return fmt.Sprintf("%d / %d", r.Choird.fds, r.Choird.threads) }},
+		{Name: "simulator CPU, same cores (% of a core)", Cell: func(r result) string { return pct(r.SimCPU) }},
+		{Name: "choird RSS / PSS (MiB)", Cell: func(r result) string { return mib(r.Choird.rss) + " / " + mib(r.Choird.pss) }},
+		{Name: "choird open files / threads", Cell: func(r result) string { return fmt.Sprintf("%d / %d", r.Choird.fds, r.Choird.threads) }},
 	}
 	for _, c := range callOrder {
-		rows = append(rows, row{c + ": p50 / p99 ms (calls, errors)", func(r result) string {
+		rows = append(rows, row{Name: c + ": p50 / p99 ms (calls, errors)", Cell: func(r result) string {
 			ds := r.T.lat[c]
 			e := r.T.errorCount(c)
 			if len(ds) == 0 && e == 0 {
@@ -65,33 +64,18 @@ func writeTable(w io.Writer, rs []result) error {
 			if len(ds) == 0 {
 				return fmt.Sprintf("— (0, %d)", e)
 			}
-			return fmt.Sprintf("%s / %s (%d, %d)", ms(percentile(ds, 50)), ms(percentile(ds, 99)), len(ds), e)
+			return fmt.Sprintf("%s / %s (%d, %d)", ms(hostbench.Percentile(ds, 50)), ms(hostbench.Percentile(ds, 99)), len(ds), e)
 		}})
 	}
 	rows = append(rows,
-		row{"choir.dm.send answered / delivered to Telegram, window", func(r result) string { return fmt.Sprintf("%d / %d", r.DMSent, r.Delivered) }},
-		row{"sessions choird ended under a running agent (401)", func(r result) string { return strconv.FormatInt(r.Ended401, 10) }},
-		row{"agents that failed to open their session", func(r result) string { return strconv.FormatInt(r.HelloFail, 10) }},
-		row{"event streams choird closed", func(r result) string { return strconv.FormatInt(r.StreamDrops, 10) }},
-		row{"load average at the window's end", func(r result) string { return r.Load }},
+		row{Name: "choir.dm.send answered / delivered to Telegram, window", Cell: func(r result) string { return fmt.Sprintf("%d / %d", r.DMSent, r.Delivered) }},
+		row{Name: "sessions choird ended under a running agent (401)", Cell: func(r result) string { return strconv.FormatInt(r.Ended401, 10) }},
+		row{Name: "agents that failed to open their session", Cell: func(r result) string { return strconv.FormatInt(r.HelloFail, 10) }},
+		row{Name: "event streams choird closed", Cell: func(r result) string { return strconv.FormatInt(r.StreamDrops, 10) }},
+		row{Name: "load average at the window's end", Cell: func(r result) string { return r.Load }},
 	)
 	var b strings.Builder
-	b.WriteString("| |")
-	for _, r := range rs {
-		fmt.Fprintf(&b, " N=%d |", r.N)
-	}
-	b.WriteString("\n|---|")
-	for range rs {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
-	for _, row := range rows {
-		b.WriteString("| " + row.name + " |")
-		for _, r := range rs {
-			b.WriteString(" " + row.cell(r) + " |")
-		}
-		b.WriteString("\n")
-	}
+	hostbench.WriteTable(&b, rs, func(r result) int { return r.N }, rows)
 	for _, r := range rs {
 		classes := r.T.errorClasses()
 		if len(classes) == 0 && r.FirstFailure == "" {

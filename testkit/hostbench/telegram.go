@@ -1,8 +1,9 @@
-package main
+package hostbench
 
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,28 +11,50 @@ import (
 	"time"
 )
 
-// fakeTelegram is the least of the Bot API that choird's gateway needs to
-// run the one bot whose DMs the agents are bound to (as in testkit/scale):
-// getMe, a long poll that holds for its timeout and brings nothing,
-// sendMessage (counted: the outbox's deliveries of choir.dm.send) and true
-// for the rest.
-type fakeTelegram struct {
+// Telegram is the least of the Bot API that choird's gateway needs to run
+// the one bot whose DMs a benchmark's agents are bound to: getMe, a long
+// poll that holds for its timeout and brings nothing, sendMessage
+// (counted) and true for the rest (setMyCommands...). testkit/telegramtest
+// is the full fake, but it lives on a testing.TB; a benchmark is not a
+// test.
+type Telegram struct {
+	Addr string // host:port on loopback
+
 	sent  atomic.Int64
 	msgID atomic.Int64
-	done  chan struct{} // closed when the benchmark ends: releases polls
+	done  chan struct{} // closed by Close: releases polls
+	srv   *http.Server
 }
 
-func newFakeTelegram() *fakeTelegram { return &fakeTelegram{done: make(chan struct{})} }
+// ServeTelegram serves a fake Telegram on loopback (only choird talks to
+// it) until Close.
+func ServeTelegram() (*Telegram, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &Telegram{Addr: l.Addr().String(), done: make(chan struct{})}
+	f.srv = &http.Server{Handler: f}
+	go f.srv.Serve(l)
+	return f, nil
+}
 
-func (f *fakeTelegram) close() {
+// Sent is how many messages sendMessage has taken.
+func (f *Telegram) Sent() int64 { return f.sent.Load() }
+
+// Close releases the polls in flight and stops serving.
+func (f *Telegram) Close() {
 	select {
 	case <-f.done:
 	default:
 		close(f.done)
 	}
+	if f.srv != nil {
+		f.srv.Close()
+	}
 }
 
-func (f *fakeTelegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (f *Telegram) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// /bot<token>/<method>
 	rest, ok := strings.CutPrefix(r.URL.Path, "/bot")
 	token, method, ok2 := strings.Cut(rest, "/")
