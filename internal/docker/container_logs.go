@@ -40,6 +40,17 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions)
 		return nil, err
 	}
 	tty := ctr.Config != nil && ctr.Config.Tty
+	q := logsQuery(opts)
+	if !opts.Until.IsZero() {
+		q.Set("until", unixString(opts.Until))
+	}
+	return c.logStream(ctx, p, q, tty)
+}
+
+// logsQuery is the query of a logs request for opts (both streams when
+// neither is asked), shared by containers and services; until is the
+// caller's.
+func logsQuery(opts LogsOptions) url.Values {
 	q := url.Values{}
 	if !opts.Stdout && !opts.Stderr {
 		opts.Stdout, opts.Stderr = true, true
@@ -58,14 +69,18 @@ func (c *Client) ContainerLogs(ctx context.Context, id string, opts LogsOptions)
 	if !opts.Since.IsZero() {
 		q.Set("since", unixString(opts.Since))
 	}
-	if !opts.Until.IsZero() {
-		q.Set("until", unixString(opts.Until))
-	}
+	return q
+}
+
+// logStream sends a logs request and wraps its body; tty is what the
+// inspected object says, which the answer's Content-Type (API 1.42+)
+// overrides.
+func (c *Client) logStream(ctx context.Context, p string, q url.Values, tty bool) (*LogStream, error) {
 	resp, err := c.send(ctx, request{method: "GET", path: p, query: q})
 	if err != nil {
 		return nil, err
 	}
-	switch resp.Header.Get("Content-Type") { // set by engines serving API 1.42+
+	switch resp.Header.Get("Content-Type") {
 	case "application/vnd.docker.multiplexed-stream":
 		tty = false
 	case "application/vnd.docker.raw-stream":

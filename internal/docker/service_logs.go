@@ -2,7 +2,6 @@ package docker
 
 import (
 	"context"
-	"net/url"
 )
 
 // ServiceLogs opens the log stream of every task of a service, gathered by
@@ -23,33 +22,5 @@ func (c *Client) ServiceLogs(ctx context.Context, id string, opts LogsOptions) (
 		return nil, err
 	}
 	tty := svc.Spec.TaskTemplate.ContainerSpec != nil && svc.Spec.TaskTemplate.ContainerSpec.TTY
-	q := url.Values{}
-	if !opts.Stdout && !opts.Stderr {
-		opts.Stdout, opts.Stderr = true, true
-	}
-	q.Set("stdout", boolString(opts.Stdout))
-	q.Set("stderr", boolString(opts.Stderr))
-	if opts.Follow {
-		q.Set("follow", "1")
-	}
-	if opts.Timestamps {
-		q.Set("timestamps", "1")
-	}
-	if opts.Tail != "" {
-		q.Set("tail", opts.Tail)
-	}
-	if !opts.Since.IsZero() {
-		q.Set("since", unixString(opts.Since))
-	}
-	resp, err := c.send(ctx, request{method: "GET", path: p, query: q})
-	if err != nil {
-		return nil, err
-	}
-	switch resp.Header.Get("Content-Type") { // set by engines serving API 1.42+
-	case "application/vnd.docker.multiplexed-stream":
-		tty = false
-	case "application/vnd.docker.raw-stream":
-		tty = true
-	}
-	return &LogStream{TTY: tty, body: resp.Body}, nil
+	return c.logStream(ctx, p, logsQuery(opts), tty)
 }
