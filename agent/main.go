@@ -7,7 +7,9 @@
 // lease token is scoped to this session and dies with it. It is read once
 // and removed from the environment (or, on a Swarm node, read from the
 // secret file --lease-token-file names, on a tmpfs and readable by root
-// only, and then not in the environment at all); before any tool runs, the agent enters
+// only, and then not in the environment at all; there its client
+// certificate for mutual TLS, --tls-cert and --tls-key, is two more such
+// files, and it renews the certificate half-way through its life); before any tool runs, the agent enters
 // its sandbox (agent/sandbox): non-dumpable, and every tool process under
 // the workspace owner's uid. Secrets arrive over the control protocol and
 // stay in memory.
@@ -15,7 +17,7 @@
 // Usage:
 //
 //	choir-agent --control-plane=uds  --socket=/run/choir/choird.sock
-//	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE] [--lease-token-file=FILE]
+//	choir-agent --control-plane=http --endpoint=https://choird.internal:9400 [--tls-ca=FILE] [--tls-cert=FILE --tls-key=FILE] [--lease-token-file=FILE]
 //	choir-agent --choir-launch NPROC PATH [ARG...]   (the tool launcher; agent/sandbox)
 //	git-cred-helper get|store|erase|ssh ARGS         (a link to choir-agent: git's credential helper; agent/gitident)
 package main
@@ -85,6 +87,8 @@ type options struct {
 	socket       string
 	endpoint     string
 	tlsCA        string
+	tlsCert      string
+	tlsKey       string
 	tokenFile    string
 	versionFile  string
 	choirDir     string
@@ -99,6 +103,8 @@ func realMain(args []string, getenv func(string) string, stderr io.Writer) int {
 	fs.StringVar(&o.socket, "socket", "/run/choir.sock", "with uds: the control socket")
 	fs.StringVar(&o.endpoint, "endpoint", "", "with http: choird's URL, e.g. https://choird.internal:9400")
 	fs.StringVar(&o.tlsCA, "tls-ca", "", "with http: a PEM file of CA certificates to trust for choird")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "with http: the session's client certificate (PEM), for a choird that requires one")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "with http: the client certificate's key (PEM)")
 	fs.StringVar(&o.tokenFile, "lease-token-file", "", "the file holding the session's lease token, instead of "+envLeaseToken+" (a Swarm secret)")
 	fs.StringVar(&o.versionFile, "version-file", rpc.ImageVersionFile, "the image's version metadata")
 	fs.StringVar(&o.choirDir, "choir-dir", "/choir", "the image's tools, skills and identity files")
@@ -177,17 +183,9 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	if sb.NoNProc != "" {
 		log.Warn("tools run without a process limit", "reason", sb.NoNProc)
 	}
-	var tlsConf *tls.Config
-	if o.tlsCA != "" {
-		pem, err := os.ReadFile(o.tlsCA)
-		if err != nil {
-			return fmt.Errorf("--tls-ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return fmt.Errorf("--tls-ca %s holds no PEM certificate", o.tlsCA)
-		}
-		tlsConf = &tls.Config{RootCAs: pool}
+	tlsConf, clientCert, err := tlsConfig(o)
+	if err != nil {
+		return err
 	}
 	cp, err := rpc.Dial(rpc.Options{
 		Transport: o.controlPlane, Socket: o.socket, Endpoint: o.endpoint, TLS: tlsConf,
@@ -198,6 +196,11 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	}
 	defer cp.Close()
 	log = log.With("source", id.AgentID, "session_id", id.SessionID)
+	if clientCert != nil {
+		go clientCert.KeepRenewed(ctx, cp, time.Minute, func(err error) {
+			log.Warn("client certificate not renewed; retrying in a minute", "error", err.Error(), "expires", clientCert.NotAfter())
+		})
+	}
 	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
 	sess := session.New(cp, id, version, heartbeat, log)
 	*red = sess.Redactor
@@ -205,4 +208,36 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 		GitDir: gitident.Dir, GitHelper: filepath.Join(filepath.Dir(sb.Launcher), gitident.HelperName)}
 	assembly.New(cp, sess, acfg).Attach() // it redacts with sess.Redactor
 	return sess.Run(ctx)
+}
+
+// tlsConfig is the HTTP transport's TLS: the CA trusted for choird
+// (--tls-ca) and the session's client certificate (--tls-cert, --tls-key),
+// nil when none is given.
+func tlsConfig(o options) (*tls.Config, *rpc.ClientCert, error) {
+	if o.tlsCA == "" && o.tlsCert == "" && o.tlsKey == "" {
+		return nil, nil, nil
+	}
+	conf := &tls.Config{}
+	if o.tlsCA != "" {
+		pem, err := os.ReadFile(o.tlsCA)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--tls-ca: %w", err)
+		}
+		conf.RootCAs = x509.NewCertPool()
+		if !conf.RootCAs.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("--tls-ca %s holds no PEM certificate", o.tlsCA)
+		}
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return nil, nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if o.tlsCert == "" {
+		return conf, nil, nil
+	}
+	cc, err := rpc.LoadClientCert(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	conf.GetClientCertificate = cc.GetClientCertificate
+	return conf, cc, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -16,6 +17,8 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"choir/internal/rpc"
 )
 
 // The HTTP transport's own certificates (§12.4: server-only TLS,
@@ -78,6 +81,79 @@ func agentTLS(homeDir, host string) (certFile, keyFile string, caPEM []byte, err
 		return "", "", nil, err
 	}
 	return certFile, keyFile, caPEM, nil
+}
+
+// ClientCertTTL is how long a session's client certificate lasts (issue
+// 26's mutual TLS for agents on other hosts): choir-agent renews it half-way
+// (RENEW_CERT), so an agent cut off from choird for longer than that, or a
+// certificate copied out of a box, is dead within a day at most.
+const ClientCertTTL = 12 * time.Hour
+
+// agentCA is the agents' CA held in memory to sign sessions' client
+// certificates (rpc.CertIssuer); its key never leaves choird.
+type agentCA struct {
+	cert *x509.Certificate
+	key  *ecdsa.PrivateKey
+	ttl  time.Duration
+}
+
+// loadAgentCA loads the CA of <home>/tls, making it when missing.
+func loadAgentCA(homeDir string) (*agentCA, error) {
+	dir := filepath.Join(homeDir, tlsDir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", dir, err)
+	}
+	cert, key, _, err := loadOrMakeCA(dir)
+	if err != nil {
+		return nil, err
+	}
+	return &agentCA{cert: cert, key: key, ttl: ClientCertTTL}, nil
+}
+
+// Pool is the pool of client CAs a mutual-TLS listener trusts.
+func (ca *agentCA) Pool() *x509.CertPool {
+	p := x509.NewCertPool()
+	p.AddCert(ca.cert)
+	return p
+}
+
+// IssueClientCert signs pub as the client certificate of a session,
+// valid for the CA's ttl from now (a minute back, for clocks a little
+// behind), never past the CA's own end.
+func (ca *agentCA) IssueClientCert(sessionID, agentID string, pub crypto.PublicKey) ([]byte, error) {
+	now := time.Now()
+	until := now.Add(ca.ttl)
+	if until.After(ca.cert.NotAfter) {
+		until = ca.cert.NotAfter
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: rpc.SessionCertName(sessionID), OrganizationalUnit: []string{agentID}},
+		NotBefore:    now.Add(-time.Minute),
+		NotAfter:     until,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, pub, ca.key)
+	if err != nil {
+		return nil, fmt.Errorf("sign session %s's client certificate: %w", sessionID, err)
+	}
+	return der, nil
+}
+
+// NewClientCert makes a key and its certificate for a session's box: the
+// PEM files the runtime hands to choir-agent (--tls-cert, --tls-key).
+func (ca *agentCA) NewClientCert(sessionID, agentID string) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	der, err := ca.IssueClientCert(sessionID, agentID, &key.PublicKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: marshalKey(key)}), nil
 }
 
 func loadOrMakeCA(dir string) (*x509.Certificate, *ecdsa.PrivateKey, []byte, error) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"choir/internal/docker"
 )
@@ -121,5 +123,46 @@ func TestGatewayOf(t *testing.T) {
 		if got != tt.want || (tt.want == "") != (err != nil) {
 			t.Errorf("%s: gatewayOf() = %q, %v; want %q", tt.name, got, err, tt.want)
 		}
+	}
+}
+
+// TestClientCertificates: a session's client certificate is signed by the
+// same CA as choird's server certificate, verifies for client use only,
+// names the session and its agent, and lasts ClientCertTTL.
+func TestClientCertificates(t *testing.T) {
+	home := t.TempDir()
+	ca, err := loadAgentCA(home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, keyPEM, err := ca.NewClientCert("sess-1", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		t.Fatalf("the certificate and key do not pair: %v", err)
+	}
+	leaf, _ := x509.ParseCertificate(pair.Certificate[0])
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("the client certificate does not verify for client use: %v", err)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: ca.Pool(), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}); err == nil {
+		t.Error("a session's client certificate verifies as a server's")
+	}
+	if leaf.Subject.CommonName != "sess-1" || strings.Join(leaf.Subject.OrganizationalUnit, ",") != "alice" {
+		t.Errorf("subject %v; want CN sess-1, OU alice", leaf.Subject)
+	}
+	if life := leaf.NotAfter.Sub(leaf.NotBefore); life < ClientCertTTL || life > ClientCertTTL+2*time.Minute {
+		t.Errorf("the certificate lasts %s; want %s", life, ClientCertTTL)
+	}
+	// The server's certificate comes from the same CA, so one agent trust
+	// file serves both directions.
+	_, _, caPEM, err := agentTLS(home, "10.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(caPEM, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw})) {
+		t.Error("the client certificates' CA is not the one the server certificate's")
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -149,7 +150,13 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
 		return err
 	}
-	agents, endpoint, httpEndpoint, err := listenAgents(ctx, home, o, dc)
+	clientCAs, err := mutualTLS(home, o, agentsMgr.Runtime, rpcServer) // runtime.go
+	if err != nil {
+		admin.Close()
+		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
+		return err
+	}
+	agents, endpoint, httpEndpoint, err := listenAgents(ctx, home, o, dc, clientCAs)
 	if err != nil {
 		admin.Close()
 		plane.Step("accept choirctl and agent connections", ctl.StepFailed, err.Error())
@@ -289,7 +296,8 @@ func loadConfig(home config.Home, plane *control.Plane) error {
 // listens where they can reach it: by default on the bridge's gateway
 // address, port 9400. It serves TLS with the certificate given, or with
 // one it signs itself (agentTLS); each container trusts only that CA.
-func listenAgents(ctx context.Context, home config.Home, o options, dc *docker.Client) (net.Listener, string, *lifecycle.HTTPEndpoint, error) {
+// With clientCAs it admits only clients with a certificate they signed.
+func listenAgents(ctx context.Context, home config.Home, o options, dc *docker.Client, clientCAs *x509.CertPool) (net.Listener, string, *lifecycle.HTTPEndpoint, error) {
 	if o.transport != rpc.TransportHTTP {
 		return nil, filepath.Join(home.AgentSocketDir(), "<agent-id>", lifecycle.SocketName), nil, nil
 	}
@@ -328,7 +336,7 @@ func listenAgents(ctx context.Context, home config.Home, o options, dc *docker.C
 			return nil, "", nil, fmt.Errorf("--tls-ca: %w", err)
 		}
 	}
-	l, err := rpc.ListenTCP(listen, certFile, keyFile)
+	l, err := rpc.ListenTCP(listen, certFile, keyFile, clientCAs)
 	if err != nil {
 		return nil, "", nil, err
 	}

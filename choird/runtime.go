@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 
 	"choir/choird/control"
@@ -9,6 +10,7 @@ import (
 	"choir/choird/swarm"
 	"choir/internal/config"
 	"choir/internal/docker"
+	"choir/internal/rpc"
 )
 
 // agentRuntime is where agents run (config.json's runtime): nil for the
@@ -35,6 +37,25 @@ func agentRuntime(ctx context.Context, plane *control.Plane, dc *docker.Client) 
 		}
 	}
 	return rt, nil
+}
+
+// mutualTLS gives the agents of the swarm runtime, which run on other
+// hosts, client certificates of choird's agent CA (a session's made at its
+// box's creation, renewed by RENEW_CERT) and returns the pool the agents'
+// listener must then require them from; nil for the local runtime, whose
+// agents present their lease token alone, as before.
+func mutualTLS(home config.Home, o options, rt lifecycle.Runtime, srv *rpc.Server) (*x509.CertPool, error) {
+	sr, ok := rt.(*swarm.Runtime)
+	if !ok || o.transport != rpc.TransportHTTP {
+		return nil, nil
+	}
+	ca, err := loadAgentCA(home.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("the agents' CA, which signs their client certificates: %w", err)
+	}
+	sr.ClientCert = ca.NewClientCert
+	srv.Certs = ca
+	return ca.Pool(), nil
 }
 
 // publisher is the build's Publish for the swarm runtime, nil otherwise.

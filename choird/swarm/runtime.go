@@ -59,6 +59,9 @@ type Runtime struct {
 	// Auth returns the registry's credentials (runtime.registry_secret),
 	// read at each use; nil means none.
 	Auth func() (docker.RegistryAuth, error)
+	// ClientCert makes a session's client certificate and key (PEM) for
+	// mutual TLS with choird's listener; required.
+	ClientCert func(sessionID, agentID string) (cert, key []byte, err error)
 	// PollEvery is DefaultPollEvery when zero.
 	PollEvery time.Duration
 
@@ -89,21 +92,27 @@ func (rt *Runtime) auth() (docker.RegistryAuth, error) {
 }
 
 // Create publishes the box's image (Publish), gives the box its secrets
+// (the lease token, the CA, a client certificate made for its session)
 // and creates its service, which Swarm starts at once.
 func (rt *Runtime) Create(ctx context.Context, b lifecycle.Box) (string, error) {
 	pub, err := rt.Publish(ctx, b.Config.Image)
 	if err != nil {
 		return "", err
 	}
-	var ca []byte
+	var creds Credentials
 	for _, m := range b.Host.Mounts {
 		if m.Target == lifecycle.SocketTarget {
-			if ca, err = os.ReadFile(filepath.Join(m.Source, lifecycle.CAName)); err != nil {
+			if creds.CA, err = os.ReadFile(filepath.Join(m.Source, lifecycle.CAName)); err != nil {
 				return "", fmt.Errorf("read the CA the agent trusts for choird: %w", err)
 			}
 		}
 	}
-	spec, files, err := Translate(b, pub.Ref, ca)
+	if rt.ClientCert != nil {
+		if creds.ClientCert, creds.ClientKey, err = rt.ClientCert(envOf(b.Config.Env, lifecycle.EnvSessionID), envOf(b.Config.Env, lifecycle.EnvAgentID)); err != nil {
+			return "", err
+		}
+	}
+	spec, files, err := Translate(b, pub.Ref, creds)
 	if err != nil {
 		return "", err
 	}
@@ -320,6 +329,16 @@ func gone(err error) error {
 		return fmt.Errorf("%w: %w", lifecycle.ErrGone, err)
 	}
 	return err
+}
+
+// envOf is the value of name in env ("NAME=value" entries).
+func envOf(env []string, name string) string {
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 func withLabel(labels map[string]string, k, v string) map[string]string {

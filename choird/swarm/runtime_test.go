@@ -204,6 +204,9 @@ func newRig(t *testing.T) (*Runtime, *fakeEngine, lifecycle.Box) {
 	rt := &Runtime{Engine: f, Registry: "127.0.0.1:5000", PollEvery: time.Millisecond,
 		Auth: func() (docker.RegistryAuth, error) {
 			return docker.RegistryAuth{Username: "choir", Password: "pw"}, nil
+		},
+		ClientCert: func(sessionID, agentID string) ([]byte, []byte, error) {
+			return []byte("CERT " + agentID + "/" + sessionID), []byte("KEY " + sessionID), nil
 		}}
 	b := box("worker")
 	dir := t.TempDir()
@@ -242,8 +245,9 @@ func TestCreatePublishesAndGivesSecrets(t *testing.T) {
 			t.Errorf("secret %s labels %v; want %s=%s", s.Name, s.Labels, LabelBox, b.Name)
 		}
 	}
-	if data[b.Name+"-token"] != "tok-123" || data[b.Name+"-ca"] != "CA PEM" {
-		t.Errorf("secrets = %v; want the token and the CA", data)
+	if data[b.Name+"-token"] != "tok-123" || data[b.Name+"-ca"] != "CA PEM" ||
+		data[b.Name+"-client-cert"] != "CERT alice/s1" || data[b.Name+"-client-key"] != "KEY s1" {
+		t.Errorf("secrets = %v; want the token, the CA, and the session's client certificate and key", data)
 	}
 	for _, ref := range spec.TaskTemplate.ContainerSpec.Secrets {
 		if _, ok := f.secrets[ref.SecretID]; !ok {
@@ -264,8 +268,8 @@ func TestCreatePublishesAndGivesSecrets(t *testing.T) {
 	if err := rt.Remove(ctx, id); err != nil {
 		t.Fatalf("Remove = %v", err)
 	}
-	if len(f.secrets) != 2 || len(f.services) != 1 {
-		t.Errorf("after Remove: %d secrets, %d services; want the other box's 2 and 1", len(f.secrets), len(f.services))
+	if len(f.secrets) != 4 || len(f.services) != 1 {
+		t.Errorf("after Remove: %d secrets, %d services; want the other box's 4 and 1", len(f.secrets), len(f.services))
 	}
 	if err := rt.Remove(ctx, id); err != nil {
 		t.Errorf("Remove of a removed box = %v; want nil", err)

@@ -24,7 +24,11 @@ import (
 // waits to be stopped (SIGTERM) or killed.
 const agentScript = `#!/bin/sh
 echo "uid=$(id -u)"
-for a in "$@"; do case "$a" in --lease-token-file=*) f=${a#*=}; echo "token=$(cat $f)"; echo "token-stat=$(stat -c '%u:%g %a' $f)";; esac; done
+for a in "$@"; do case "$a" in
+  --lease-token-file=*) f=${a#*=}; echo "token=$(cat $f)"; echo "token-stat=$(stat -c '%u:%g %a' $f)";;
+  --tls-key=*) f=${a#*=}; echo "key=$(cat $f)"; echo "key-stat=$(stat -c '%u:%g %a' $f)";;
+  --tls-cert=*) f=${a#*=}; echo "cert=$(cat $f)";;
+esac; done
 echo "ca=$(cat ` + lifecycle.CAInside + `)"
 echo "env-token=${CHOIR_LEASE_TOKEN:-none}"
 echo "capeff=$(sed -n 's/^CapEff:[[:space:]]*//p' /proc/self/status)"
@@ -49,6 +53,12 @@ func swarmBox(t testing.TB, cl *swarmtest.Cluster, name, image, token string) li
 	}
 	cfg.Entrypoint = []string{"/choir/bin/choir-agent"}
 	return lifecycle.Box{Name: name, Config: cfg, Host: hc, Node: "worker"}
+}
+
+// fakeClientCert stands in for choird's agent CA: the files' content is
+// checked, not their cryptography (that is rpc's TestMutualTLS).
+func fakeClientCert(sessionID, agentID string) ([]byte, []byte, error) {
+	return []byte("CERT-" + sessionID), []byte("KEY-" + sessionID), nil
 }
 
 func uniq(p string) string {
@@ -90,7 +100,7 @@ func TestSwarmRuntimeRunsABoxOnTheWorker(t *testing.T) {
 	image := "choir-agent-alice:" + uniq("v")
 	dockertest.BusyboxImage(t, m, image, dockertest.File{Name: "/choir/bin/choir-agent", Mode: 0o755, Body: []byte(agentScript)})
 	t.Cleanup(func() { m.ImageRemove(context.Background(), image, docker.ImageRemoveOptions{}) })
-	rt := &Runtime{Engine: m, Registry: cl.Registry, PollEvery: 100 * time.Millisecond}
+	rt := &Runtime{Engine: m, Registry: cl.Registry, PollEvery: 100 * time.Millisecond, ClientCert: fakeClientCert}
 
 	token := uniq("tok")
 	b := swarmBox(t, cl, uniq("choir-alice"), image, token)
@@ -105,7 +115,8 @@ func TestSwarmRuntimeRunsABoxOnTheWorker(t *testing.T) {
 	}
 	out := waitLogs(t, rt, id, "ready")
 	t.Logf("swarm: create to ready %s", time.Since(start).Round(time.Millisecond))
-	for _, w := range []string{"uid=0", "token=" + token, "token-stat=0:0 400", "ca=CA-PEM", "env-token=none",
+	for _, w := range []string{"uid=0", "token=" + token, "token-stat=0:0 400", "ca=CA-PEM",
+		"cert=CERT-" + b.Name, "key=KEY-" + b.Name, "key-stat=0:0 400", "env-token=none",
 		"capeff=00000000000000e0", "rootfs=read-only", "tmp=writable", "workspace=writable"} {
 		if !strings.Contains(out, w+"\n") {
 			t.Errorf("the box's output lacks %q:\n%s", w, out)
@@ -216,7 +227,7 @@ func BenchmarkBoxStartToReady(b *testing.B) {
 		rt   lifecycle.Runtime
 	}{
 		{"local", lifecycle.Local{Docker: cl.Manager}},
-		{"swarm", &Runtime{Engine: cl.Manager, Registry: cl.Registry, PollEvery: 100 * time.Millisecond}},
+		{"swarm", &Runtime{Engine: cl.Manager, Registry: cl.Registry, PollEvery: 100 * time.Millisecond, ClientCert: fakeClientCert}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {

@@ -20,7 +20,18 @@ const NodeLabel = "choir.node"
 const (
 	TokenFile = "/run/secrets/choir-lease-token"
 	TokenFlag = "--lease-token-file=" + TokenFile
+	// The session's client certificate and its key, for mutual TLS with
+	// choird (rpc/certs.go).
+	ClientCertFile = "/run/secrets/choir-client.pem"
+	ClientKeyFile  = "/run/secrets/choir-client-key.pem"
 )
+
+// Credentials are what a box's agent proves and checks choird with: the
+// CA it trusts for choird's HTTPS endpoint, and the session's client
+// certificate and key (PEM) that choird's listener requires.
+type Credentials struct {
+	CA, ClientCert, ClientKey []byte
+}
 
 // StopGrace is how long a task has after SIGTERM before SIGKILL: the
 // lifecycle's stop timeout.
@@ -35,18 +46,18 @@ type File struct {
 
 // Translate turns a box (the §15.3 container, as Profile made it and Verify
 // passed it) into a service running image (by digest) and the secrets it
-// needs. ca is the CA choir-agent trusts for choird's HTTPS endpoint.
-// It refuses what a Swarm node cannot carry: the socket transport (no
+// needs, which carry creds. It refuses what a Swarm node cannot carry: the socket transport (no
 // socket of choird's is on a remote node), a box without network (an
 // offline session needs that socket), a workspace with no node, and any
 // setting it does not know how to carry.
 //
 // The lease token leaves the environment for a secret file
 // (--lease-token-file); the socket directory, which with the HTTP transport
-// holds only the CA, becomes a secret file at the same path. no-new-privileges,
+// holds only the CA, becomes a secret file at the same path; the client
+// certificate and key become two more (--tls-cert, --tls-key). no-new-privileges,
 // which API 1.41 services lack, is dropped: Publish refuses an image with a
 // setuid or setgid file instead.
-func Translate(b lifecycle.Box, image string, ca []byte) (docker.ServiceSpec, []File, error) {
+func Translate(b lifecycle.Box, image string, creds Credentials) (docker.ServiceSpec, []File, error) {
 	cfg, hc := b.Config, b.Host
 	var bad []string
 	refuse := func(format string, args ...any) { bad = append(bad, fmt.Sprintf(format, args...)) }
@@ -87,10 +98,10 @@ func Translate(b lifecycle.Box, image string, ca []byte) (docker.ServiceSpec, []
 			}
 			mounts = append(mounts, docker.Mount{Type: docker.MountBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
 		case m.Type == docker.MountBind && m.Target == lifecycle.SocketTarget:
-			if len(ca) == 0 {
+			if len(creds.CA) == 0 {
 				refuse("no CA for choird's HTTPS endpoint to give the agent")
 			}
-			files = append(files, File{Name: b.Name + "-ca", Target: lifecycle.CAInside, Data: ca})
+			files = append(files, File{Name: b.Name + "-ca", Target: lifecycle.CAInside, Data: creds.CA})
 		default:
 			refuse("a %s mount at %s", m.Type, m.Target)
 		}
@@ -113,6 +124,13 @@ func Translate(b lifecycle.Box, image string, ca []byte) (docker.ServiceSpec, []
 			continue
 		}
 		env = append(env, e)
+	}
+	if len(creds.ClientCert) == 0 || len(creds.ClientKey) == 0 {
+		refuse("no client certificate for the session: choird's listener admits agents on other nodes only with one (mutual TLS)")
+	} else {
+		files = append(files, File{Name: b.Name + "-client-cert", Target: ClientCertFile, Data: creds.ClientCert},
+			File{Name: b.Name + "-client-key", Target: ClientKeyFile, Data: creds.ClientKey})
+		args = append(args, "--tls-cert="+ClientCertFile, "--tls-key="+ClientKeyFile)
 	}
 	if len(bad) > 0 {
 		return docker.ServiceSpec{}, nil, fmt.Errorf("the Swarm runtime cannot run %s: %s", b.Name, strings.Join(bad, "; "))

@@ -10,6 +10,9 @@ import (
 	"choir/internal/docker"
 )
 
+// creds are a session's credentials as choird gives them.
+var creds = Credentials{CA: []byte("CA PEM"), ClientCert: []byte("CERT PEM"), ClientKey: []byte("KEY PEM")}
+
 const digestRef = "127.0.0.1:5000/choir-agent-alice@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
 // box is the box the lifecycle makes for an agent on the HTTP transport.
@@ -25,7 +28,7 @@ func box(node string) lifecycle.Box {
 }
 
 func TestTranslateCarriesTheProfile(t *testing.T) {
-	spec, files, err := Translate(box("worker"), digestRef, []byte("CA PEM"))
+	spec, files, err := Translate(box("worker"), digestRef, creds)
 	if err != nil {
 		t.Fatalf("Translate = %v", err)
 	}
@@ -50,7 +53,8 @@ func TestTranslateCarriesTheProfile(t *testing.T) {
 		{"dir", cs.Dir, lifecycle.WorkspaceTarget},
 		{"service labels", spec.Labels[lifecycle.LabelSession], "s1"},
 		{"container labels", cs.Labels[lifecycle.LabelInstance], "i1"},
-		{"args", strings.Join(cs.Args, " "), "--control-plane=http --endpoint=https://10.0.0.1:9400 --tls-ca=" + lifecycle.CAInside + " " + TokenFlag},
+		{"args", strings.Join(cs.Args, " "), "--control-plane=http --endpoint=https://10.0.0.1:9400 --tls-ca=" + lifecycle.CAInside + " " + TokenFlag +
+			" --tls-cert=" + ClientCertFile + " --tls-key=" + ClientKeyFile},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -83,9 +87,9 @@ func TestTranslateCarriesTheProfile(t *testing.T) {
 	if got := strings.Join(mounts, " "); got != "bind:/srv/ws:/workspace tmpfs::/run tmpfs::/tmp" {
 		t.Errorf("mounts = %s; want the workspace and the two tmpfs, no socket directory", got)
 	}
-	want := map[string]string{TokenFile: "tok-123", lifecycle.CAInside: "CA PEM"}
-	if len(files) != 2 || len(cs.Secrets) != 2 {
-		t.Fatalf("files = %+v, secrets = %+v; want the token and the CA", files, cs.Secrets)
+	want := map[string]string{TokenFile: "tok-123", lifecycle.CAInside: "CA PEM", ClientCertFile: "CERT PEM", ClientKeyFile: "KEY PEM"}
+	if len(files) != 4 || len(cs.Secrets) != 4 {
+		t.Fatalf("files = %+v, secrets = %+v; want the token, the CA, the client certificate and its key", files, cs.Secrets)
 	}
 	for i, f := range files {
 		if want[f.Target] != string(f.Data) {
@@ -122,11 +126,15 @@ func TestTranslateRefuses(t *testing.T) {
 		{"host IPC", func(b *lifecycle.Box) string { b.Host.IpcMode = "host"; return digestRef }, `IPC mode "host"`},
 		{"privileged", func(b *lifecycle.Box) string { b.Host.Privileged = true; return digestRef }, "privileged"},
 		{"an unbounded tmpfs", func(b *lifecycle.Box) string { b.Host.Tmpfs["/tmp"] = "rw,nosuid"; return digestRef }, "no size"},
+		{"no client certificate", func(b *lifecycle.Box) string { return "" }, "mutual TLS"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := box("worker")
-			image := tc.edit(&b)
-			_, _, err := Translate(b, image, []byte("CA"))
+			image, c := tc.edit(&b), creds
+			if image == "" {
+				image, c.ClientCert, c.ClientKey = digestRef, nil, nil
+			}
+			_, _, err := Translate(b, image, c)
 			if err == nil || !strings.Contains(err.Error(), tc.wants) || !strings.Contains(err.Error(), "cannot run choir-alice-s1") {
 				t.Errorf("Translate(%s) = %v; want a refusal naming the box and containing %q", tc.name, err, tc.wants)
 			}

@@ -437,7 +437,7 @@ func TestDialRefusesPlaintextOffLoopback(t *testing.T) {
 	if _, err := Dial(Options{Transport: TransportHTTP, Endpoint: "http://127.0.0.1:9400", SessionID: "s", LeaseToken: "t"}); err != nil {
 		t.Errorf("Dial(loopback http) = %v; want allowed", err)
 	}
-	if _, err := ListenTCP("0.0.0.0:0", "", ""); err == nil || !strings.Contains(err.Error(), "loopback") {
+	if _, err := ListenTCP("0.0.0.0:0", "", "", nil); err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("ListenTCP(0.0.0.0 plaintext) = %v; want refused", err)
 	}
 	if _, err := Dial(Options{Transport: "carrier-pigeon", SessionID: "s", LeaseToken: "t"}); err == nil {

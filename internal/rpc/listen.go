@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -66,14 +67,19 @@ func listenUnix(path string, dirMode, sockMode os.FileMode) (*net.UnixListener, 
 
 // ListenTCP listens for the HTTP transport. With a certificate and key it
 // serves TLS; without, it refuses any address that is not loopback, since
-// lease tokens must not cross a network in the clear.
-func ListenTCP(addr, certFile, keyFile string) (net.Listener, error) {
+// lease tokens must not cross a network in the clear. With clientCAs (TLS
+// only) it is mutual: a connection whose client certificate none of them
+// signed, or that has none, ends in the handshake (certs.go).
+func ListenTCP(addr, certFile, keyFile string, clientCAs *x509.CertPool) (net.Listener, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--listen %q: %w", addr, err)
 	}
 	if (certFile == "") != (keyFile == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together")
+	}
+	if certFile == "" && clientCAs != nil {
+		return nil, errors.New("client certificates need TLS: give --tls-cert and --tls-key")
 	}
 	if certFile == "" && !isLoopback(host) {
 		return nil, fmt.Errorf("--listen %s without --tls-cert/--tls-key is refused: plaintext is allowed only on a loopback address (127.0.0.1:port)", addr)
@@ -90,5 +96,9 @@ func ListenTCP(addr, certFile, keyFile string) (net.Listener, error) {
 		l.Close()
 		return nil, fmt.Errorf("load TLS certificate: %w", err)
 	}
-	return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}), nil
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCAs != nil {
+		conf.ClientAuth, conf.ClientCAs = tls.RequireAndVerifyClientCert, clientCAs
+	}
+	return tls.NewListener(l, conf), nil
 }

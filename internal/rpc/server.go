@@ -47,6 +47,9 @@ type Server struct {
 	// Tunnels, when set before serving, carries the sessions' connections
 	// (CONNECT host:port, tunnel.go); nil answers them 404.
 	Tunnels TunnelDialer
+	// Certs, when set before serving, issues the sessions' client
+	// certificates (RENEW_CERT, certs.go); nil answers that verb 404.
+	Certs   CertIssuer
 	tunnels tunnels
 	sessions
 	serving
@@ -72,6 +75,7 @@ func NewServer(h ControlPlaneHandler, limits Limits, log *slog.Logger) *Server {
 	if sh, ok := h.(SpendHandler); ok {
 		s.verbs[VerbSpend] = bind(sh.HandleSpend)
 	}
+	s.verbs[VerbRenewCert] = bind(s.renewCert) // certs.go; 404 while Certs is nil
 	return s
 }
 
@@ -207,6 +211,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (*session,
 		sessionID = r.URL.Query().Get("session_id")
 	}
 	sess := s.check(sessionID, bearer(r.Header))
+	if sess != nil {
+		if err := certBinding(r.TLS, sessionID); err != nil {
+			s.log.Warn("refused a call whose client certificate names another session", "session_id", sessionID, "error", err.Error())
+			sess = nil
+		}
+	}
 	if sess != nil {
 		if ep, _ := r.Context().Value(endpointKey{}).(*endpoint); ep != nil && ep.agentID != "" && ep.agentID != sess.agentID {
 			s.log.Warn("refused a session of another agent on an agent socket", "listener", ep.what, "session_id", sessionID, "session_agent_id", sess.agentID)
