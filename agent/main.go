@@ -171,6 +171,12 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	if version.SkillManifestHash, err = manifest.Dirs(filepath.Join(o.choirDir, "skills")); err != nil {
 		return err
 	}
+	// The TLS files too are read before the sandbox: on a Swarm node they
+	// are secret files only root may read, as the token's.
+	tlsConf, clientCert, err := tlsConfig(o)
+	if err != nil {
+		return err
+	}
 	// Before any tool can run: the token leaves the environment (tools get
 	// an allowlist anyway), the agent becomes unreadable and untraceable,
 	// and tools will run as the workspace's owner.
@@ -182,10 +188,6 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 	log.Info("tool sandbox ready", "tool_uid", sb.UID, "tool_gid", sb.GID, "tool_nproc", sb.NProc)
 	if sb.NoNProc != "" {
 		log.Warn("tools run without a process limit", "reason", sb.NoNProc)
-	}
-	tlsConf, clientCert, err := tlsConfig(o)
-	if err != nil {
-		return err
 	}
 	cp, err := rpc.Dial(rpc.Options{
 		Transport: o.controlPlane, Socket: o.socket, Endpoint: o.endpoint, TLS: tlsConf,

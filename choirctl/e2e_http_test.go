@@ -84,9 +84,11 @@ func TestAgentOverTheHTTPTransport(t *testing.T) {
 	if _, stderr, code := ctlRun(t, home, "", "agent", "stop", "agent-1"); code != 0 {
 		t.Fatalf("agent stop over http = %d %q", code, stderr)
 	}
+	started := time.Now()
 	if _, stderr, code := ctlRun(t, home, "", "agent", "start", "agent-1", "--dm=dm1"); code != 0 {
 		t.Fatalf("second start over http = %d %q\n%s", code, stderr, report())
 	}
+	t.Logf("agent start on the local engine, resumed: %s", time.Since(started).Round(time.Millisecond)) // compare e2e_swarm_test.go
 	after := agentState(t, home, "agent-1")
 	if after.SessionID != before.SessionID || after.Resumed == nil {
 		t.Errorf("the second start: session %s (was %s), resumed %v; want the session resumed", after.SessionID, before.SessionID, after.Resumed)

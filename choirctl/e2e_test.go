@@ -40,6 +40,14 @@ func TestMain(m *testing.M) {
 func backends(t testing.TB, home string) []string {
 	t.Helper()
 	dc := dockertest.Engine(t)
+	postgresBackend(t, home)
+	return []string{"DOCKER_HOST=" + dc.Host()}
+}
+
+// postgresBackend points a home's config.json at a test Postgres, in a
+// namespace of its own that is dropped when the test ends.
+func postgresBackend(t testing.TB, home string) {
+	t.Helper()
 	db := pgtest.DB(t)
 	u, err := url.Parse(db.DSN)
 	if err != nil {
@@ -61,7 +69,6 @@ func backends(t testing.TB, home string) []string {
 		t.Fatalf("secret set postgres = %d %s", code, stderr)
 	}
 	t.Cleanup(func() { dropNamespace(t, db) })
-	return []string{"DOCKER_HOST=" + dc.Host()}
 }
 
 // Distinctive secret values: none may ever appear in a log or an output.

@@ -112,7 +112,7 @@ out=$(gofmt -l $(find . -path ./vendor -prune -o -name '*.go' -print))
 if [ -n "$out" ]; then echo "gofmt would change:"; echo "$out"; exit 1; fi
 go vet ./...
 # the Swarm tests are built only with their tag (below)
-go vet -tags swarm ./internal/docker/ ./testkit/swarmtest/ ./choird/swarm/
+go vet -tags swarm ./internal/docker/ ./testkit/swarmtest/ ./choird/swarm/ ./choirctl/
 
 say "go test -race (strict: missing backends fail)"
 # choirctl's end-to-end tests run one real agent after another and take
@@ -133,7 +133,7 @@ trap 'stop_swarm; stop_all' EXIT
 swarmenv=$(testkit/swarmtest/swarm.sh start "$swarmdir")
 for kv in $swarmenv; do export "$kv"; done
 echo "$swarmenv"
-CHOIR_TEST_STRICT=1 go test -race -count=1 -timeout 10m -tags swarm -run '^TestSwarm' ./internal/docker/ ./choird/swarm/
+CHOIR_TEST_STRICT=1 go test -race -count=1 -timeout 10m -tags swarm -run '^TestSwarm' ./internal/docker/ ./choird/swarm/ ./choirctl/
 stop_swarm
 trap stop_all EXIT
 

@@ -15,6 +15,16 @@
 // admits any open session. The agent picks its client once at start
 // (Dial); nothing above this package branches on transport.
 //
+// A shared listener made with client CAs (ListenTCP's clientCAs: choird
+// does so for the swarm runtime, whose agents run on other hosts) is
+// mutual TLS: a connection without a client certificate those CAs signed,
+// or with an expired one, ends in the handshake, and a call is admitted
+// only when its certificate's subject common name is the session id its
+// lease token opens (certs.go). A session's certificate lasts 12 hours;
+// the agent renews it half-way with RENEW_CERT, sending a PKCS #10
+// request for an ECDSA key it made (the key never leaves it); choird
+// names the session in the certificate itself.
+//
 // # Limits
 //
 // Every listener is limited (Limits, DefaultLimits): 64 connections per
@@ -68,6 +78,7 @@
 //	TERMINATE_SELF        TerminateReq → TerminateResp
 //	FETCH_DYNAMIC_CONFIG  ConfigReq → ConfigResp
 //	EXECUTE_HOST_TOOL     HostToolReq → HostToolResp
+//	RENEW_CERT            RenewCertReq → RenewCertResp   (mutual TLS only; 404 otherwise)
 //
 // No verb performs a host-destructive operation. A HEARTBEAT whose events
 // do not follow the session's stored log (a gap, or hashes that do not

@@ -21,6 +21,7 @@ package swarmtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -49,7 +50,14 @@ type Cluster struct {
 	ManagerNode string         // the manager's node id
 	WorkerNode  string         // the worker's node id
 	Registry    string         // "127.0.0.1:PORT", a registry without TLS or credentials
+	// HostAddr is this host's address on the manager's bridge (chsw-m):
+	// where a server on the host listens for containers of both nodes, as
+	// choird's HTTPS endpoint would on a LAN address.
+	HostAddr string
 }
+
+// managerBridge is the bridge swarm.sh gives the manager's engine.
+const managerBridge = "chsw-m"
 
 var (
 	once     sync.Once
@@ -112,6 +120,9 @@ func setup() (*Cluster, error) {
 			return nil, fmt.Errorf("no swarm: node %s is %s with %s=%q; want ready with %q (swarm.sh labels the nodes)", id, n.Status.State, NodeLabel, got, want)
 		}
 	}
+	if c.HostAddr, err = bridgeAddr(managerBridge); err != nil {
+		return nil, fmt.Errorf("no swarm: %v; %s", err, hint)
+	}
 	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+reg+"/v2/", nil)
 	if err != nil {
 		return nil, fmt.Errorf("no swarm: registry %s=%s: %v", RegistryEnv, reg, err)
@@ -125,6 +136,24 @@ func setup() (*Cluster, error) {
 		return nil, fmt.Errorf("no swarm: the registry at %s answers GET /v2/ with %s", reg, resp.Status)
 	}
 	return c, nil
+}
+
+// bridgeAddr is the IPv4 address of the host's interface name.
+func bridgeAddr(name string) (string, error) {
+	ifc, err := net.InterfaceByName(name)
+	if err != nil {
+		return "", fmt.Errorf("the manager's bridge %s: %w", name, err)
+	}
+	addrs, err := ifc.Addrs()
+	if err != nil {
+		return "", fmt.Errorf("the manager's bridge %s: %w", name, err)
+	}
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok && ipn.IP.To4() != nil {
+			return ipn.IP.String(), nil
+		}
+	}
+	return "", fmt.Errorf("the manager's bridge %s has no IPv4 address", name)
 }
 
 // Image is the name ref takes in the cluster's registry: Image("a/b:1") is
