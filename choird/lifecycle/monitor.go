@@ -367,7 +367,8 @@ func (lw *lineWriter) emit(line []byte) {
 // knows (§6.2 step 6). Other installations' containers on the same engine
 // are left alone.
 func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
-	cs, err := m.runtime().List(ctx, map[string]string{LabelManaged: "true", LabelInstance: m.Instance})
+	labels := map[string]string{LabelManaged: "true", LabelInstance: m.Instance}
+	cs, err := m.runtime().List(ctx, labels)
 	if err != nil {
 		return 0, fmt.Errorf("list containers: %w", err)
 	}
@@ -378,6 +379,15 @@ func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
 		}
 		m.Log.Info("removed orphaned container", "container", shortID(c.ID), "agent_id", c.Labels[LabelAgent], "session_id", c.Labels[LabelSession], "run_id", c.Labels[LabelRun])
 		n++
+	}
+	if sw, ok := m.runtime().(Sweeper); ok {
+		swept, err := sw.Sweep(ctx, labels)
+		if err != nil {
+			return n, fmt.Errorf("remove what boxes never made left behind: %w", err)
+		}
+		if swept > 0 {
+			m.Log.Info("removed leftovers of boxes never made", "count", swept)
+		}
 	}
 	return n, nil
 }

@@ -37,6 +37,14 @@ type Runtime interface {
 	List(ctx context.Context, labels map[string]string) ([]BoxSummary, error)
 }
 
+// Sweeper is a runtime that can leave things behind outside any box (a
+// Swarm secret made for a service that was never created, when choird
+// died between the two): RemoveOrphans has it remove those carrying the
+// labels too, and is told how many.
+type Sweeper interface {
+	Sweep(ctx context.Context, labels map[string]string) (int, error)
+}
+
 // Box is what a runtime makes: the container the profile describes, under
 // a name unique among the runtime's boxes.
 type Box struct {

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -19,7 +20,17 @@ type fakeRuntime struct {
 	mu      sync.Mutex
 	removed []string
 	listed  map[string]string
+	swept   map[string]string // the labels Sweep was given
 }
+
+func (f *fakeRuntime) Sweep(_ context.Context, labels map[string]string) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.swept = labels
+	return 2, nil
+}
+
+var _ Sweeper = (*fakeRuntime)(nil)
 
 var _ Runtime = (*fakeRuntime)(nil)
 
@@ -75,6 +86,9 @@ func TestTheLifecycleSpeaksOnlyToItsRuntime(t *testing.T) {
 	}
 	if rt.listed[LabelManaged] != "true" || rt.listed[LabelInstance] != "inst" {
 		t.Errorf("orphans listed by %v; want managed and this instance", rt.listed)
+	}
+	if !maps.Equal(rt.swept, rt.listed) {
+		t.Errorf("swept by %v; want the leftovers of this instance's boxes swept too", rt.swept)
 	}
 }
 

@@ -303,6 +303,52 @@ func (rt *Runtime) Logs(ctx context.Context, id string, opts docker.LogsOptions)
 
 // List returns the services carrying labels.
 func (rt *Runtime) List(ctx context.Context, labels map[string]string) ([]lifecycle.BoxSummary, error) {
+	ss, err := rt.Engine.ServiceList(ctx, labelFilter(labels))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]lifecycle.BoxSummary, len(ss))
+	for i, s := range ss {
+		out[i] = lifecycle.BoxSummary{ID: s.ID, Labels: s.Spec.Labels}
+	}
+	return out, nil
+}
+
+// Sweep removes the secrets carrying labels whose box has no service:
+// what a Create cut short between its secrets and its service (choird
+// died) left behind. It is lifecycle.Sweeper's, run by RemoveOrphans at
+// choird's start, before any box is created.
+func (rt *Runtime) Sweep(ctx context.Context, labels map[string]string) (int, error) {
+	ss, err := rt.Engine.ServiceList(ctx, labelFilter(labels))
+	if err != nil {
+		return 0, fmt.Errorf("list services: %w", err)
+	}
+	boxes := map[string]bool{}
+	for _, s := range ss {
+		boxes[s.Spec.Name] = true
+	}
+	secrets, err := rt.Engine.SecretList(ctx, labelFilter(labels))
+	if err != nil {
+		return 0, fmt.Errorf("list secrets: %w", err)
+	}
+	n := 0
+	for _, sec := range secrets {
+		box := sec.Spec.Labels[LabelBox]
+		if box == "" || boxes[box] {
+			continue
+		}
+		if err := rt.Engine.SecretRemove(ctx, sec.ID); err != nil && !docker.IsNotFound(err) {
+			return n, fmt.Errorf("remove the secret %s left by %s: %w", sec.Spec.Name, box, err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+var _ lifecycle.Sweeper = (*Runtime)(nil)
+
+// labelFilter filters by every one of labels.
+func labelFilter(labels map[string]string) docker.Filters {
 	f := docker.Filters{}
 	keys := make([]string, 0, len(labels))
 	for k := range labels {
@@ -312,15 +358,7 @@ func (rt *Runtime) List(ctx context.Context, labels map[string]string) ([]lifecy
 	for _, k := range keys {
 		f["label"] = append(f["label"], k+"="+labels[k])
 	}
-	ss, err := rt.Engine.ServiceList(ctx, f)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]lifecycle.BoxSummary, len(ss))
-	for i, s := range ss {
-		out[i] = lifecycle.BoxSummary{ID: s.ID, Labels: s.Spec.Labels}
-	}
-	return out, nil
+	return f
 }
 
 // gone wraps a not-found answer as lifecycle.ErrGone.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -346,5 +347,38 @@ func TestWaitAndInspectFollowTheTask(t *testing.T) {
 	}
 	if err := rt.Remove(ctx, id); err != nil || len(f.secrets) != 0 {
 		t.Errorf("Remove after Stop = %v, %d secrets left; want nil and none", err, len(f.secrets))
+	}
+}
+
+// TestSweepRemovesWhatBoxesNeverMadeLeft: the secrets of a box whose
+// service was never created (choird died between the two) go at the next
+// start; a live box's secrets and another installation's stay.
+func TestSweepRemovesWhatBoxesNeverMadeLeft(t *testing.T) {
+	rt, f, b := newRig(t)
+	ctx := context.Background()
+	if _, err := rt.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	mine := withLabel(b.Config.Labels, LabelBox, "choir-alice-cut-short")
+	others := withLabel(withLabel(b.Config.Labels, lifecycle.LabelInstance, "another"), LabelBox, "choir-bob-x")
+	for _, s := range []docker.SecretSpec{
+		{Name: "choir-alice-cut-short-token", Labels: mine},
+		{Name: "choir-alice-cut-short-ca", Labels: mine},
+		{Name: "choir-bob-x-token", Labels: others},
+	} {
+		f.SecretCreate(ctx, s)
+	}
+	n, err := rt.Sweep(ctx, map[string]string{lifecycle.LabelManaged: "true", lifecycle.LabelInstance: "i1"})
+	if err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v; want the 2 secrets of the box never made", n, err)
+	}
+	var left []string
+	for _, s := range f.secrets {
+		left = append(left, s.Name)
+	}
+	slices.Sort(left)
+	want := []string{"choir-alice-s1-ca", "choir-alice-s1-client-cert", "choir-alice-s1-client-key", "choir-alice-s1-token", "choir-bob-x-token"}
+	if !slices.Equal(left, want) {
+		t.Errorf("secrets left = %v; want %v", left, want)
 	}
 }
