@@ -60,6 +60,8 @@ type options struct {
 	chat10    int // messages from each of ten agents at once
 	settle    time.Duration
 	keep      bool
+	oneBuild  bool // build sc-1 only; the others get copies of its image
+	pool      int  // choird's Postgres pool
 	stdout    io.Writer
 	stderr    io.Writer
 }
@@ -70,7 +72,7 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	fs := flag.NewFlagSet("scale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: scale [-ns 1,10,100] [-n 1000] [-idle 30s] [-keep] [-quick] (make bench-scale ARGS='...')")
+		fmt.Fprintln(stderr, "usage: scale [-ns 1,10,100] [-n 1000] [-idle 30s] [-one-build] [-pool N] [-keep] [-quick] (make bench-scale ARGS='...')")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&h.Bin, "bin", "bin", "the directory holding choird, choirctl and choir-agent (make build)")
@@ -81,6 +83,9 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	fs.DurationVar(&o.heartbeat, "heartbeat", 5*time.Second, "the agents' heartbeat interval (config heartbeat_interval_ms)")
 	fs.IntVar(&o.parallel, "parallel", 4, "agents built and started at once while growing a stage")
 	fs.BoolVar(&o.keep, "keep", false, "after the table, keep everything running until SIGINT or SIGTERM (to look around)")
+	fs.BoolVar(&o.oneBuild, "one-build", false, "build only the first agent's image through choird and give the others copies of it (its layers, their own labels: "+
+		"N=1000 without a thousand builds; the copies start unverified, having no build record)")
+	fs.IntVar(&o.pool, "pool", 1, "choird's Postgres pool size (PGlite serves one connection; more with CHOIR_DATABASE_URL)")
 	quick := fs.Bool("quick", false, "for development: a 5 s idle window, 5 messages to one agent and 2 from each of ten")
 	if done, err := hostbench.ParseFlags(fs, args, stderr); done {
 		return err
@@ -95,8 +100,8 @@ func run(ctx context.Context, force <-chan struct{}, args []string, stdout, stde
 	if *quick {
 		o.idle, o.chat1, o.chat10, o.settle = 5*time.Second, 5, 2, o.heartbeat
 	}
-	if o.idle < time.Second || o.heartbeat < 100*time.Millisecond || o.parallel < 1 {
-		fmt.Fprintln(stderr, "scale: -idle must be at least 1s, -heartbeat at least 100ms and -parallel at least 1")
+	if o.idle < time.Second || o.heartbeat < 100*time.Millisecond || o.parallel < 1 || o.pool < 1 {
+		fmt.Fprintln(stderr, "scale: -idle must be at least 1s, -heartbeat at least 100ms, -parallel and -pool at least 1")
 		return hostbench.ErrUsage
 	}
 	b := &bench{options: o, Host: h, force: force}

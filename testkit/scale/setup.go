@@ -143,6 +143,7 @@ func (b *bench) debian(ctx context.Context) error {
 // heartbeat, and has choird check it.
 func (b *bench) configure(ctx context.Context) error {
 	f := fleet
+	f.PoolSize = b.pool
 	f.N, f.Model, f.Telegram = b.ns[len(b.ns)-1], "http://"+b.modelAddr+"/v1", b.tg.Addr
 	f.Set = func(cfg map[string]any) {
 		cfg["heartbeat_interval_ms"] = int(b.heartbeat / time.Millisecond)
