@@ -1,7 +1,19 @@
 // Package smtp sends one email over SMTP (RFC 5321) on the standard
 // library's net/smtp: the session, its TLS and its authentication live in
-// send.go, the message's MIME form (RFC 5322, 2045-2047) in message.go.
-// It imports only the standard library.
+// send.go, the message's MIME form (RFC 5322, 2045-2047) in message.go,
+// its header lines folded in header.go. It imports only the standard
+// library.
+//
+// # Header lines
+//
+// Every header line, the parts' included, keeps to 76 characters (RFC 2047
+// §2; RFC 5322 §2.1.1 asks at most 78, allows 998). A value folds at the
+// spaces between its tokens; text that is not plain printable ASCII in
+// short words (a subject, a display name) goes as B encoded-words of at
+// most 75 characters, each holding whole UTF-8 characters; a long or
+// non-ASCII parameter (an attachment's file name) goes RFC 2231 encoded,
+// in sections. An address is never split: a long one may stretch its line
+// up to 998 characters, and one longer still is refused, naming its header.
 //
 // # Session
 //

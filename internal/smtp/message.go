@@ -95,26 +95,39 @@ func (m *Message) Bytes() ([]byte, error) {
 	id := m.MessageID
 	if id == "" {
 		id = newMessageID(from.Address)
-	} else if strings.ContainsAny(id, "<>\r\n \x00") || !strings.Contains(id, "@") {
-		return nil, fmt.Errorf("message id %q: want left@right without angle brackets or spaces", id)
+	} else if strings.IndexFunc(id, func(r rune) bool { return r <= ' ' || r > '~' || r == '<' || r == '>' }) >= 0 || !strings.Contains(id, "@") {
+		return nil, fmt.Errorf("message id %q: want left@right in printable ASCII, without angle brackets or spaces", id)
 	}
 
 	var b bytes.Buffer
 	header := func(k, v string) { fmt.Fprintf(&b, "%s: %s\r\n", k, v) }
-	header("From", from.String())
-	if s, err := addressList(m.To); err != nil {
-		return nil, fmt.Errorf("to: %w", err)
-	} else if s != "" {
-		header("To", s)
+	f := newField("From")
+	if err := f.address(from, false); err != nil {
+		return nil, fmt.Errorf("from: %w", err)
 	}
-	if s, err := addressList(m.Cc); err != nil {
-		return nil, fmt.Errorf("cc: %w", err)
-	} else if s != "" {
-		header("Cc", s)
+	b.WriteString(f.String())
+	for _, h := range []struct {
+		name string
+		list []string
+	}{{"To", m.To}, {"Cc", m.Cc}} {
+		if len(h.list) == 0 {
+			continue
+		}
+		f, err := addressList(h.name, h.list)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strings.ToLower(h.name), err)
+		}
+		b.WriteString(f.String())
 	}
-	header("Subject", encodeHeader(m.Subject))
+	f = newField("Subject")
+	f.text(m.Subject)
+	b.WriteString(f.String())
 	header("Date", date.Format(time.RFC1123Z))
-	header("Message-ID", "<"+id+">")
+	f = newField("Message-ID")
+	if err := f.word("<" + id + ">"); err != nil {
+		return nil, fmt.Errorf("message id is too long: %w", err)
+	}
+	b.WriteString(f.String())
 	header("MIME-Version", "1.0")
 
 	if len(m.Attachments) == 0 {
@@ -124,7 +137,11 @@ func (m *Message) Bytes() ([]byte, error) {
 		return b.Bytes(), writeQP(&b, m.Text)
 	}
 	mw := multipart.NewWriter(&b)
-	header("Content-Type", mime.FormatMediaType("multipart/mixed", map[string]string{"boundary": mw.Boundary()}))
+	f = newField("Content-Type")
+	if err := f.mediaType("multipart/mixed", map[string]string{"boundary": mw.Boundary()}); err != nil {
+		return nil, err
+	}
+	b.WriteString(f.String())
 	b.WriteString("\r\n")
 	text, err := mw.CreatePart(textproto.MIMEHeader{
 		"Content-Type":              {"text/plain; charset=utf-8"},
@@ -148,27 +165,21 @@ func (m *Message) Bytes() ([]byte, error) {
 }
 
 // addressList renders addresses for a header, one per folded line.
-func addressList(list []string) (string, error) {
-	var parts []string
-	for _, s := range list {
+func addressList(name string, list []string) (*field, error) {
+	f := newField(name)
+	for i, s := range list {
 		a, err := parseAddress(s)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
-		parts = append(parts, a.String())
-	}
-	return strings.Join(parts, ",\r\n "), nil
-}
-
-// encodeHeader returns s as is when it is printable ASCII, else as RFC 2047
-// encoded-words (B encoding, UTF-8), which mime splits at 75 characters.
-func encodeHeader(s string) string {
-	for i := 0; i < len(s); i++ {
-		if s[i] < ' ' || s[i] > '~' {
-			return mime.BEncoding.Encode("utf-8", s)
+		if i > 0 {
+			f.fold()
+		}
+		if err := f.address(a, i < len(list)-1); err != nil {
+			return nil, err
 		}
 	}
-	return s
+	return f, nil
 }
 
 // writeQP writes text quoted-printable with CRLF line ends.
@@ -195,12 +206,22 @@ func writeAttachment(mw *multipart.Writer, a Attachment) error {
 	if ct == "" {
 		ct = "application/octet-stream"
 	}
-	if _, _, err := mime.ParseMediaType(ct); err != nil {
+	t, params, err := mime.ParseMediaType(ct)
+	if err != nil {
 		return fmt.Errorf("attachment %q: content type %q: %v", name, ct, err)
 	}
+	ctype := newField("Content-Type")
+	if err := ctype.mediaType(t, params); err != nil {
+		return fmt.Errorf("attachment %q: content type: %w", name, err)
+	}
+	disp := newField("Content-Disposition")
+	if err := disp.mediaType("attachment", map[string]string{"filename": name}); err != nil {
+		return fmt.Errorf("attachment %q: %w", name, err)
+	}
+	// CreatePart writes each value after "Name: " as it is, folds included.
 	part, err := mw.CreatePart(textproto.MIMEHeader{
-		"Content-Type":              {ct},
-		"Content-Disposition":       {mime.FormatMediaType("attachment", map[string]string{"filename": name})},
+		"Content-Type":              {ctype.value()},
+		"Content-Disposition":       {disp.value()},
 		"Content-Transfer-Encoding": {"base64"},
 	})
 	if err != nil {
@@ -222,7 +243,7 @@ func newMessageID(addr string) string {
 	var r [16]byte
 	rand.Read(r[:])
 	domain := "choir.local"
-	if i := strings.LastIndexByte(addr, '@'); i >= 0 && i+1 < len(addr) {
+	if i := strings.LastIndexByte(addr, '@'); i >= 0 && i+1 < len(addr) && len(addr)-i-1 <= 253 { // a longer one is no DNS name
 		domain = addr[i+1:]
 	}
 	return hex.EncodeToString(r[:]) + "@" + domain

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
+	"path"
 	"sort"
 	"strings"
 	"testing"
@@ -88,7 +89,7 @@ func TestSendStartTLSAuthPlain(t *testing.T) {
 	if got := m.Header.Get("Message-ID"); got != "<"+rc.MessageID+">" {
 		t.Errorf("Message-ID = %q; want <%s>", got, rc.MessageID)
 	}
-	if m.Header.Get("Cc") != `"Carol" <carol@example.com>` {
+	if m.Header.Get("Cc") != `Carol <carol@example.com>` {
 		t.Errorf("Cc = %q", m.Header.Get("Cc"))
 	}
 }
@@ -331,11 +332,13 @@ func TestMessageRefusesHeaderInjection(t *testing.T) {
 }
 
 // Whatever the model puts in a subject, a name or the text, the message
-// either is refused or has exactly the headers Bytes writes: nothing can
-// inject a Bcc or a second body.
+// either is refused or has exactly the headers Bytes writes, folded into
+// lines of at most 76 characters: nothing can inject a Bcc or a second
+// body, and the subject, the name and the file name read back as given.
 func FuzzMessage(f *testing.F) {
 	f.Add("hello", "Zoë", "a.txt", "text\r\n.\r\n")
 	f.Add("a\r\nBcc: x@evil.com", "x\"y", "b\r\n.pdf", "\x00")
+	f.Add(strings.Repeat("données ", 200), "0"+strings.Repeat("\xe3", 270), strings.Repeat("é", 400)+".txt", "")
 	f.Fuzz(func(t *testing.T, subject, name, file, text string) {
 		m := &Message{
 			From: "a@example.com", To: []string{(&mail.Address{Name: name, Address: "b@example.com"}).String()},
@@ -357,10 +360,29 @@ func FuzzMessage(f *testing.F) {
 		if got := strings.Join(keys, ","); got != "Content-Type,Date,From,Message-Id,Mime-Version,Subject,To" {
 			t.Fatalf("headers %s\n%q", got, raw)
 		}
+		// No address here is long, so every line, headers, quoted-printable
+		// and base64 alike, keeps to 76 characters.
 		for _, l := range strings.Split(string(raw), "\r\n") {
-			if len(l) > 998 || strings.ContainsAny(l, "\r\n") {
+			if len(l) > softMax || strings.ContainsAny(l, "\r\n") {
 				t.Fatalf("bad line %q", l)
 			}
+		}
+		if got, _ := new(mime.WordDecoder).DecodeHeader(msg.Header.Get("Subject")); got != subject {
+			t.Fatalf("Subject reads back as %q; want %q\n%q", got, subject, raw)
+		}
+		want, _ := mail.ParseAddress(m.To[0])
+		if to, err := msg.Header.AddressList("To"); err != nil || len(to) != 1 || *to[0] != *want {
+			t.Fatalf("To reads back as %v, %v; want %v\n%q", to, err, want, raw)
+		}
+		_, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+		mr := multipart.NewReader(msg.Body, params["boundary"])
+		mr.NextPart() // the text
+		p, err := mr.NextPart()
+		if err != nil {
+			t.Fatalf("no attachment part: %v\n%q", err, raw)
+		}
+		if got, want := p.FileName(), path.Base(strings.ReplaceAll(file, "\\", "/")); got != want {
+			t.Fatalf("file name reads back as %q; want %q\n%q", got, want, raw)
 		}
 	})
 }
