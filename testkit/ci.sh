@@ -164,6 +164,7 @@ for target in \
   "./choird/headless FuzzParseDocTiers" \
   "./choird/headless FuzzNoteCheck" \
   "./agent/tool/email FuzzParseBody" \
+  "./internal/smtp FuzzMessage" \
   "./internal/notion FuzzParseID" \
   "./internal/notion FuzzRender" \
   "./internal/brave FuzzParseError" \
