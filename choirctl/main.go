@@ -33,15 +33,17 @@ type env struct {
 func (e *env) client() *ctl.Client { return ctl.NewClient(e.home.AdminSocket()) }
 
 // command is one row of the command table: a command, or a group whose
-// subcommands dispatch again (at most two levels). The table is the one
-// source of dispatch, of `choirctl --help`, of each group's help and of
-// `choirctl completion bash`, so none of them can drift from the others.
+// subcommands dispatch again (at most two levels), or a command with
+// subcommands of its own (usage, usage allow), which runs itself when its
+// first argument names none of them. The table is the one source of
+// dispatch, of `choirctl --help`, of each group's help and of `choirctl
+// completion bash`, so none of them can drift from the others.
 type command struct {
 	name    string
 	args    string                                                 // what follows the name in the help listing
 	summary string                                                 // one line
 	run     func(ctx context.Context, e *env, args []string) error // nil for a group
-	subs    []command                                              // a group's subcommands
+	subs    []command                                              // subcommands
 }
 
 // commands is the table of top-level commands. It is filled in init because
@@ -60,7 +62,7 @@ func init() {
 		{name: "chat", args: "<agent-id> [--once]", summary: "talk to a running agent from the terminal", run: runChat},
 		{name: "session", summary: "sessions, their event logs and core jobs", subs: sessionCommands},
 		{name: "memory", summary: "an agent's long-term memory: list, search, add, delete", subs: memoryCommands},
-		{name: "usage", args: "[--agent A] [--since T] [--by agent|model|session|day] [--json] | allow <agent> <amount> --until T", summary: "what model calls cost, and one-off raises of an agent's caps", run: runUsage},
+		{name: "usage", args: "[--agent A] [--since T] [--by agent|model|session|day] [--json] | allow <agent> <amount> --until T", summary: "what model calls cost, and one-off raises of an agent's caps", run: runUsage, subs: usageCommands},
 		{name: "model", summary: "models (set: until the agent restarts)", subs: modelCommands},
 		{name: "voice", summary: "voice profiles (set: until the agent restarts)", subs: voiceCommands},
 		{name: "approval", summary: "the proposals waiting for a human", subs: approvalCommands},
@@ -99,7 +101,7 @@ func writeUsage(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range commands {
 		synopsis := c.args
-		if c.subs != nil {
+		if c.run == nil {
 			names := make([]string, len(c.subs))
 			for i, s := range c.subs {
 				names[i] = s.name
@@ -190,7 +192,12 @@ func realMain(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 	label := name
-	if cmd.subs != nil {
+	if len(rest) > 0 && cmd.run != nil {
+		if sub, ok := find(cmd.subs, rest[0]); ok {
+			cmd, rest, label = sub, rest[1:], name+" "+sub.name
+		}
+	}
+	if cmd.run == nil {
 		switch {
 		case len(rest) == 0:
 			fmt.Fprintf(stderr, "choirctl %s: want a subcommand\n", name)
@@ -252,6 +259,14 @@ func newFlags(e *env, name, synopsis string) *flag.FlagSet {
 		if hasFlags {
 			fmt.Fprintln(fs.Output())
 			fs.PrintDefaults()
+		}
+		if c, ok := find(commands, name); ok && c.subs != nil {
+			fmt.Fprint(fs.Output(), "\nSubcommands:\n")
+			tw := tabwriter.NewWriter(fs.Output(), 0, 4, 2, ' ', 0)
+			for _, s := range c.subs {
+				fmt.Fprintf(tw, "  %s\t%s\n", strings.TrimSpace(s.name+" "+s.args), s.summary)
+			}
+			tw.Flush()
 		}
 	}
 	return fs

@@ -25,10 +25,13 @@ import (
 	"choir/internal/ctl"
 )
 
+// usageCommands are the subcommands of `choirctl usage`, which otherwise
+// runs itself.
+var usageCommands = []command{
+	{name: "allow", args: "<agent> <amount> [--tokens] --until <time>", summary: "raise an agent's daily caps by an amount until a time", run: usageAllow},
+}
+
 func runUsage(ctx context.Context, e *env, args []string) error {
-	if len(args) > 0 && args[0] == "allow" {
-		return usageAllow(ctx, e, args[1:])
-	}
 	fs := newFlags(e, "usage", "usage [--agent A] [--since T] [--by agent|model|session|day] [--json]\n       choirctl usage allow <agent> <amount> [--tokens] --until <time>")
 	agent := fs.String("agent", "", "only this agent's calls")
 	since := fs.String("since", "", "only calls since this time (RFC 3339, a UTC date, or a duration ago like 24h or 7d)")
