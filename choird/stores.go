@@ -31,7 +31,7 @@ func (a sessionStore) CreateSession(ctx context.Context, r lifecycle.SessionReco
 	}
 	_, err = a.s.CreateSession(ctx, store.NewSession{
 		SessionID: r.SessionID, AgentID: r.AgentID, LeaseID: r.LeaseID, StartedAt: r.StartedAt,
-		Bindings: bindings, Leases: leases, ImageVersion: r.Image, Resume: r.Resume, Kind: r.Kind, RunID: r.RunID,
+		Bindings: bindings, Leases: leases, ImageVersion: r.Image, Resume: r.Resume, Kind: r.Kind, RunID: r.RunID, Instance: r.Instance,
 	})
 	return err
 }
@@ -94,7 +94,7 @@ func (a sessionStore) ActiveSessions(ctx context.Context) ([]lifecycle.SessionRe
 		var b rpc.ResourceBindings
 		json.Unmarshal(s.Bindings, &b)
 		out[i] = lifecycle.SessionRecord{SessionID: s.SessionID, AgentID: s.AgentID, LeaseID: s.LeaseID, Status: string(s.Status), StartedAt: s.StartedAt, Bindings: b, Image: s.ImageVersion,
-			Kind: s.Kind, RunID: s.RunID}
+			Kind: s.Kind, RunID: s.RunID, Instance: s.Instance}
 	}
 	return out, nil
 }

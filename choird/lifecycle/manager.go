@@ -58,6 +58,9 @@ type SessionRecord struct {
 	// Resume reopens the ended session SessionID instead of recording a
 	// new one (§13.2).
 	Resume bool
+	// Instance is the choird instance that runs it (Manager.Instance;
+	// "" for sessions recorded before replicas).
+	Instance string
 	// Kind is SessionRun for a run session (run_session.go), "" for an
 	// interactive one; RunID names the run it performs.
 	Kind, RunID string

@@ -392,22 +392,30 @@ func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// CrashStaleSessions marks sessions still recorded as active as crashed:
-// their containers are gone (§6.2 step 7). Their leases were never taken in
-// this process, so there is nothing else to release.
+// CrashStaleSessions marks this instance's sessions still recorded as
+// active as crashed: their containers are gone (§6.2 step 7). Their leases
+// were never taken in this process, so there is nothing else to release.
+// Sessions another instance runs (a replica sharing the database, issue
+// 26) are left alone: their agents run on. Sessions recorded without an
+// instance (before replicas) are this instance's as they always were.
 func (m *Manager) CrashStaleSessions(ctx context.Context) (int, error) {
-	active, err := m.Store.ActiveSessions(ctx)
+	all, err := m.Store.ActiveSessions(ctx)
 	if err != nil {
 		return 0, fmt.Errorf("list active sessions: %w", err)
 	}
-	for _, s := range active {
+	var stale []SessionRecord
+	for _, s := range all {
+		if s.Instance != "" && s.Instance != m.Instance {
+			continue
+		}
 		if err := m.Store.EndSession(ctx, s.SessionID, StatusCrashed, "choird stopped while the session ran"); err != nil {
 			return 0, fmt.Errorf("mark session %s crashed: %w", s.SessionID, err)
 		}
 		m.Log.Info("stale session marked crashed", "agent_id", s.AgentID, "session_id", s.SessionID)
+		stale = append(stale, s)
 	}
 	m.mu.Lock()
-	m.stale = append(m.stale, active...)
+	m.stale = append(m.stale, stale...)
 	m.mu.Unlock()
-	return len(active), nil
+	return len(stale), nil
 }

@@ -48,7 +48,7 @@ func (m *Manager) RecordRunning(ctx context.Context) (int, error) {
 		r.beatRecorded = time.Time{}
 		r.mu.Unlock()
 		rec := SessionRecord{SessionID: r.SessionID, AgentID: r.AgentID, LeaseID: r.SessionID, Status: StatusActive,
-			StartedAt: r.StartedAt, Bindings: r.bindings(), Leases: r.Resources, Image: r.Image, Kind: r.kind(), RunID: r.runID()}
+			StartedAt: r.StartedAt, Bindings: r.bindings(), Leases: r.Resources, Image: r.Image, Kind: r.kind(), RunID: r.runID(), Instance: m.Instance}
 		if err := m.Store.CreateSession(ctx, rec); err != nil {
 			m.logf(r, "could not record the running session again", "error", err.Error())
 			errs = append(errs, fmt.Errorf("session %s of %s: %w", r.SessionID, r.AgentID, err))

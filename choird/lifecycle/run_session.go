@@ -436,7 +436,7 @@ func (m *Manager) startRun(ctx context.Context, p Performance) (*Run, error) {
 	r.perf = &performing{p: p, run: r, scratch: scratch, changed: make(chan struct{}, 1), ended: make(chan struct{}),
 		sockDir: filepath.Join(m.Home.SocksDir(), "run", p.AgentID+"-"+p.RunID)}
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: p.AgentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt,
-		Bindings: b, Image: image, Kind: SessionRun, RunID: p.RunID}
+		Bindings: b, Image: image, Kind: SessionRun, RunID: p.RunID, Instance: m.Instance}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
 		removeScratch()
 		return nil, fmt.Errorf("perform run %s: record the run session of %s: %w", p.RunID, p.AgentID, err)

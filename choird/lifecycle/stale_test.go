@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"choir/choird/lease"
 	"choir/internal/rpc"
 )
 
@@ -50,5 +51,54 @@ func TestSessionsInterruptedByChoirdAreToldAndRestarted(t *testing.T) {
 				t.Errorf("restarted with bindings %+v; want the interrupted session's", r.Bindings)
 			}
 		})
+	}
+}
+
+// Two replicas share the sessions table (issue 26): a replica that starts
+// marks crashed only the sessions it ran (and those recorded before
+// sessions named their instance), never the other replica's running
+// agents; it tells and restarts only its own.
+func TestStartSweepLeavesTheOtherReplicasSessions(t *testing.T) {
+	ctx := context.Background()
+	rig := newRestartRig(t, onCrash(5, 100, 1000))
+	rig.m.Instance = "replica-a"
+	b := rpc.ResourceBindings{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}
+	rig.store.sessions["s-mine"] = SessionRecord{SessionID: "s-mine", AgentID: "a1", Status: StatusActive, StartedAt: rig.clock(), Bindings: b, Instance: "replica-a"}
+	rig.store.sessions["s-old"] = SessionRecord{SessionID: "s-old", AgentID: "a2", Status: StatusActive, StartedAt: rig.clock(), Bindings: b}
+	rig.store.sessions["s-theirs"] = SessionRecord{SessionID: "s-theirs", AgentID: "a3", Status: StatusActive, StartedAt: rig.clock(), Bindings: b, Instance: "replica-b"}
+	rig.store.sessions["s-run"] = SessionRecord{SessionID: "s-run", AgentID: "a3", Status: StatusActive, StartedAt: rig.clock(), Kind: SessionRun, RunID: "r-1", Instance: "replica-b"}
+	if n, err := rig.m.CrashStaleSessions(ctx); err != nil || n != 2 {
+		t.Fatalf("CrashStaleSessions = %d, %v; want 2 (its own and the one without an instance)", n, err)
+	}
+	for id, want := range map[string]string{"s-mine": StatusCrashed, "s-old": StatusCrashed, "s-theirs": StatusActive, "s-run": StatusActive} {
+		if got := rig.store.sessions[id].Status; got != want {
+			t.Errorf("session %s after replica-a's start = %s; want %s", id, got, want)
+		}
+	}
+	rig.m.AfterStart(ctx)
+	rig.out.mu.Lock()
+	defer rig.out.mu.Unlock()
+	for _, m := range rig.out.sent {
+		if strings.Contains(m.Text, "a3") {
+			t.Errorf("the DM was told %q: a3 runs on the other replica, untouched", m.Text)
+		}
+	}
+	if len(rig.out.sent) != 2 {
+		t.Errorf("%d interruption notices; want 2 (a1 and a2)", len(rig.out.sent))
+	}
+}
+
+// A session records the instance that runs it, so that the other
+// replica's start leaves it alone.
+func TestSessionsRecordTheirInstance(t *testing.T) {
+	ctx := context.Background()
+	rig := newRestartRig(t, onCrash(5, 100, 1000))
+	rig.m.Instance = "replica-a"
+	if _, err := rig.m.Start(ctx, "a1", lease.Overrides{}); err != nil {
+		t.Fatal(err)
+	}
+	r := rig.m.run("a1")
+	if got := rig.store.sessions[r.SessionID].Instance; got != "replica-a" {
+		t.Errorf("session of a1 recorded with instance %q; want replica-a", got)
 	}
 }

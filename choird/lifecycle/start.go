@@ -123,7 +123,7 @@ func (m *Manager) start(ctx context.Context, agentID string, o lease.Overrides, 
 		r.Offline, r.ModelProxy = true, true
 	}
 	rec := SessionRecord{SessionID: r.SessionID, AgentID: agentID, LeaseID: r.SessionID, Status: StatusActive, StartedAt: r.StartedAt,
-		Bindings: b, Leases: resources, Image: image, Resume: resume != nil}
+		Bindings: b, Leases: resources, Image: image, Resume: resume != nil, Instance: m.Instance}
 	if err := m.Store.CreateSession(ctx, rec); err != nil {
 		m.Leases.Release(agentID)
 		return ctl.AgentStatus{}, fmt.Errorf("record the session of %s: %w", agentID, err)

@@ -61,6 +61,11 @@ CREATE UNIQUE INDEX IF NOT EXISTS sessions_one_active_interactive_per_agent
     ON {{.Control}}.sessions (agent_id) WHERE status = 'active' AND kind = 'interactive';
 CREATE INDEX IF NOT EXISTS sessions_by_agent
     ON {{.Control}}.sessions (agent_id, started_at DESC);
+-- The choird instance that runs the session (its containers' choir.instance
+-- label, issue 26): a replica that starts marks only its own active
+-- sessions crashed, and forwards a DM's messages to the replica running
+-- its agent. '' for sessions recorded before: any replica's start sweeps them.
+ALTER TABLE {{.Control}}.sessions ADD COLUMN IF NOT EXISTS instance text NOT NULL DEFAULT '';
 
 -- leases: exclusive resources (workspace, git identity, notion, exclusive
 -- email, DM, ...) held by active sessions; released when the session ends.

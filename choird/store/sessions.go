@@ -61,6 +61,9 @@ type NewSession struct {
 	// are one per agent, resumed, and adopted.
 	Kind  string
 	RunID string
+	// Instance is the choird instance that runs the session (issue 26:
+	// replicas share the table); a resume records the one resuming it.
+	Instance string
 }
 
 // Session kinds.
@@ -83,16 +86,17 @@ type Session struct {
 	ImageVersion    string
 	Kind            string // SessionInteractive or SessionRun
 	RunID           string // the run a run session performs
+	Instance        string // the choird instance running it ('' before replicas)
 }
 
 const sessionColumns = `session_id, agent_id, lease_id, status, started_at, ended_at,
-	resource_bindings, last_heartbeat_at, config_version, image_version, kind, run_id`
+	resource_bindings, last_heartbeat_at, config_version, image_version, kind, run_id, instance`
 
 func scanSession(row pgx.Row) (Session, error) {
 	var s Session
 	var ended, beat *time.Time
 	err := row.Scan(&s.SessionID, &s.AgentID, &s.LeaseID, &s.Status, &s.StartedAt, &ended,
-		&s.Bindings, &beat, &s.ConfigVersion, &s.ImageVersion, &s.Kind, &s.RunID)
+		&s.Bindings, &beat, &s.ConfigVersion, &s.ImageVersion, &s.Kind, &s.RunID, &s.Instance)
 	if ended != nil {
 		s.EndedAt = *ended
 	}
@@ -152,17 +156,17 @@ func (s *Store) CreateSession(ctx context.Context, ns NewSession) (Session, erro
 		if ns.Resume {
 			out, err = scanSession(tx.QueryRow(ctx, s.q(`
 				UPDATE choir_control.sessions SET status = 'active', ended_at = NULL, end_reason = '',
-					resumes = resumes + 1, lease_id = $3, resource_bindings = $4, config_version = $5, image_version = $6
+					resumes = resumes + 1, lease_id = $3, resource_bindings = $4, config_version = $5, image_version = $6, instance = $7
 				WHERE session_id = $1 AND agent_id = $2 AND status <> 'active' AND kind = 'interactive'
 				RETURNING `+sessionColumns),
-				ns.SessionID, ns.AgentID, ns.LeaseID, bindings, ns.ConfigVersion, ns.ImageVersion))
+				ns.SessionID, ns.AgentID, ns.LeaseID, bindings, ns.ConfigVersion, ns.ImageVersion, ns.Instance))
 		} else {
 			out, err = scanSession(tx.QueryRow(ctx, s.q(`
 				INSERT INTO choir_control.sessions (session_id, agent_id, lease_id, status, started_at,
-					resource_bindings, config_version, image_version, kind, run_id)
-				VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9)
+					resource_bindings, config_version, image_version, kind, run_id, instance)
+				VALUES ($1, $2, $3, 'active', $4, $5, $6, $7, $8, $9, $10)
 				RETURNING `+sessionColumns),
-				ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion, kind, ns.RunID))
+				ns.SessionID, ns.AgentID, ns.LeaseID, ns.StartedAt, bindings, ns.ConfigVersion, ns.ImageVersion, kind, ns.RunID, ns.Instance))
 		}
 		if errors.Is(err, pgx.ErrNoRows) && ns.Resume {
 			return fmt.Errorf("session %s of agent %q is not an ended session: %w", ns.SessionID, ns.AgentID, ErrNotFound)
@@ -299,8 +303,9 @@ func (s *Store) GetSession(ctx context.Context, sessionID string) (Session, erro
 	return out, nil
 }
 
-// ActiveSessions returns the active sessions, oldest first: at start, those
-// whose containers are gone are stale (spec 6.2 step 7).
+// ActiveSessions returns the active sessions of every instance, oldest
+// first: at start, this instance's (and those recorded without one) are
+// stale, their containers gone (spec 6.2 step 7).
 func (s *Store) ActiveSessions(ctx context.Context) ([]Session, error) {
 	rows, err := s.pool.Query(ctx, s.q(`SELECT `+sessionColumns+` FROM choir_control.sessions
 		WHERE status = 'active' ORDER BY started_at, session_id`))

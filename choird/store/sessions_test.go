@@ -184,3 +184,24 @@ func ids(ss []Session) []string {
 	}
 	return out
 }
+
+// A session records the choird instance that runs it (issue 26); a resume
+// records the one resuming it, which may be the other replica.
+func TestSessionInstance(t *testing.T) {
+	s := newStore(t, Config{}, "alpha")
+	ctx := ctxT(t)
+	got, err := s.CreateSession(ctx, NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l1", StartedAt: t0, Instance: "replica-a"})
+	if err != nil || got.Instance != "replica-a" {
+		t.Fatalf("CreateSession(instance replica-a) = %+v, %v", got, err)
+	}
+	if active, err := s.ActiveSessions(ctx); err != nil || len(active) != 1 || active[0].Instance != "replica-a" {
+		t.Fatalf("ActiveSessions() = %+v, %v; want s1 of replica-a", active, err)
+	}
+	if err := s.EndSession(ctx, "s1", SessionCrashed, t0.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got, err = s.CreateSession(ctx, NewSession{SessionID: "s1", AgentID: "alpha", LeaseID: "l2", StartedAt: t0, Resume: true, Instance: "replica-b"})
+	if err != nil || got.Instance != "replica-b" {
+		t.Fatalf("resume on replica-b = %+v, %v; want the session recorded as replica-b's", got, err)
+	}
+}
