@@ -53,7 +53,7 @@ func TestBootstrapCreatesSchemasAndRoles(t *testing.T) {
 	s := newStore(t, Config{}, "alpha", "beta-2")
 	ctx := ctxT(t)
 	want := map[string][]string{
-		s.ns + "_control": {"agent_images", "agents", "dm_outbox", "kb_cursor", "kb_embeddings", "kb_objects", "leases", "llm_usage", "pending_approvals", "run_receipts", "runs", "sched_fires", "session_events", "session_snapshots", "sessions", "spend_notices", "usage_allowances", "work_items"},
+		s.ns + "_control": {"agent_images", "agents", "dm_inbox", "dm_outbox", "kb_cursor", "kb_embeddings", "kb_objects", "leases", "llm_usage", "pending_approvals", "run_receipts", "runs", "sched_fires", "session_events", "session_snapshots", "sessions", "spend_notices", "usage_allowances", "work_items"},
 		s.ns + "_alpha":   {"knowledge_documents", "knowledge_embeddings", "memory_documents", "memory_embeddings"},
 		s.ns + "_beta_2":  {"knowledge_documents", "knowledge_embeddings", "memory_documents", "memory_embeddings"},
 	}

@@ -10,7 +10,7 @@ import (
 // controlTables and agentTables are the tables Bootstrap creates, in the
 // control schema and in each agent's schema (schema.sql).
 var (
-	controlTables = []string{"agents", "sessions", "leases", "session_events", "session_snapshots", "pending_approvals", "agent_images", "llm_usage", "usage_allowances", "spend_notices", "dm_outbox", "work_items", "runs", "run_receipts", "sched_fires", "kb_objects", "kb_embeddings", "kb_cursor"}
+	controlTables = []string{"agents", "sessions", "leases", "session_events", "session_snapshots", "pending_approvals", "agent_images", "llm_usage", "usage_allowances", "spend_notices", "dm_outbox", "dm_inbox", "work_items", "runs", "run_receipts", "sched_fires", "kb_objects", "kb_embeddings", "kb_cursor"}
 	agentTables   = []string{"memory_documents", "memory_embeddings", "knowledge_documents", "knowledge_embeddings"}
 )
 

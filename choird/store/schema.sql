@@ -217,6 +217,27 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.dm_outbox (
 CREATE INDEX IF NOT EXISTS dm_outbox_queued ON {{.Control}}.dm_outbox (dm, id) WHERE status = 'queued';
 CREATE INDEX IF NOT EXISTS dm_outbox_agent_queued ON {{.Control}}.dm_outbox (agent_id) WHERE status = 'queued';
 
+-- dm_inbox (owned by choird/gateway's inbox; SQL in inbox.go): Telegram
+-- updates the leading replica polled for a DM whose agent another replica
+-- runs (issue 26), waiting for the replica that runs the DM's agent to
+-- handle them as if it had polled them. (bot, update_id) makes an update
+-- Telegram hands on again a no-op; id is the order of one DM's updates.
+-- body is the update as Telegram sent it; instance the replica that ran
+-- the agent when it was queued. status: queued, delivered.
+CREATE TABLE IF NOT EXISTS {{.Control}}.dm_inbox (
+    id         bigserial PRIMARY KEY,
+    bot        text NOT NULL,
+    update_id  bigint NOT NULL,
+    dm         text NOT NULL,
+    instance   text NOT NULL,
+    body       json NOT NULL,
+    status     text NOT NULL DEFAULT 'queued' CHECK (status IN ('queued', 'delivered')),
+    created_at timestamptz NOT NULL DEFAULT now(),
+    done_at    timestamptz,
+    UNIQUE (bot, update_id)
+);
+CREATE INDEX IF NOT EXISTS dm_inbox_queued ON {{.Control}}.dm_inbox (dm, id) WHERE status = 'queued';
+
 -- Headless runs (issue 16, seed 002), owned by choird/headless through
 -- choird/store/headless.go. work_items: the director's work queue; status
 -- is open, running, done, split, cancelled or blocked (ready is derived
