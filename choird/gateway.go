@@ -251,7 +251,8 @@ func resourceCounts(m map[string]int) string {
 // startGateway runs startup step 8: the approval service and one poller per
 // configured bot. It returns a function that stops both. A replica
 // (replica.go) does not poll yet: it gets the gateway's Run instead, for
-// the term it leads.
+// the term it leads, and takes the updates the leader queued for its
+// agents in the DM inbox from the start.
 func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manager, st *store.Store, b *build.Builder, gate *signoff.Gate, log *slog.Logger, replica bool) (stop func(), lead func(context.Context), err error) {
 	l := plane.Config()
 	stt, err := transcriber(l.Config.Transcription, l.Secrets)
@@ -259,13 +260,17 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
 		return nil, nil, err
 	}
-	gw, err := gateway.New(gateway.Config{
+	gcfg := gateway.Config{
 		Gateways: l.Config.Gateways, DMs: l.Config.DMs, Secrets: l.Secrets,
 		Control: gatewayControl{Manager: m, plane: plane, builder: b}, Log: log,
 		Transcriber: stt, HTTPClient: telegramHTTP(),
 		Outbox: st, OutboxMax: func(agentID string) int { return plane.Config().Config.Agents[agentID].OutboxMax },
 		OutboxPoll: outboxPoll(replica),
-	})
+	}
+	if replica { // replica.go: updates for the other replica's agents go through Postgres
+		gcfg.Inbox, gcfg.Instance = st, m.Instance
+	}
+	gw, err := gateway.New(gcfg)
 	if err != nil {
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
 		return nil, nil, err
@@ -321,8 +326,20 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		}
 	}
 	if replica {
+		// The updates the leader queued for this replica's agents are
+		// taken whether or not it leads.
+		inboxCtx, stopInbox := context.WithCancel(context.Background())
+		inboxDone := make(chan struct{})
+		go func() {
+			defer close(inboxDone)
+			gw.RunInbox(inboxCtx)
+		}()
 		plane.Step("start gateway bots", ctl.StepOK, fmt.Sprintf("%d bots, polled while this replica leads", gw.Bots()))
-		return svc.Close, run, nil
+		return func() {
+			svc.Close()
+			stopInbox()
+			<-inboxDone
+		}, run, nil
 	}
 	gwCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -94,6 +94,15 @@ type Config struct {
 	// replicas (choird/leader), the follower queues what the leader's
 	// senders deliver. The Outbox must then be a QueuedLister.
 	OutboxPoll time.Duration
+	// Inbox, when set, is the DM inbox of two replicas (inbox.go): an
+	// update for a DM whose agent another replica runs is queued there
+	// instead of handled, and RunInbox takes those of this replica's
+	// agents. Instance names this replica as its sessions record it.
+	Inbox    InboxStore
+	Instance string
+	// InboxPoll is how often RunInbox looks for queued updates
+	// (DefaultInboxPoll).
+	InboxPoll time.Duration
 }
 
 // Gateway is choird's Telegram gateway: one poller per bot, the allowlist,
@@ -120,6 +129,7 @@ type Gateway struct {
 	workers  sync.WaitGroup
 
 	senders map[string]*sender // by DM name, with an Outbox (sender.go)
+	inbox   inboxState         // updates taken from the Inbox (inbox.go)
 }
 
 // dmInfo is one configured DM.
@@ -169,6 +179,9 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = DefaultShutdownGrace
 	}
+	if cfg.InboxPoll <= 0 {
+		cfg.InboxPoll = DefaultInboxPoll
+	}
 	if cfg.TranscribeTimeout <= 0 {
 		cfg.TranscribeTimeout = DefaultTranscribeTimeout
 	}
@@ -190,6 +203,7 @@ func New(cfg Config) (*Gateway, error) {
 		byName: map[string]*bot{}, dms: map[string]dmInfo{},
 		apMsgs: map[string]msgRef{}, apByMsg: map[msgRef]string{}, choices: map[chatKey]choice{},
 		workCtx: workCtx, stopWork: stop, consoleDMs: map[string]bool{},
+		inbox: inboxState{taken: map[int64]bool{}},
 	}
 	for _, name := range config.SortedNames(cfg.Gateways) {
 		gw := cfg.Gateways[name]

@@ -21,41 +21,57 @@ type chatQueue struct {
 
 // dispatch hands an update from an allowed user in a private chat to that
 // chat's worker; anything else is dropped with a debug line that carries
-// no content.
+// no content. With two replicas, the worker first forwards an update for
+// a DM whose agent the other replica runs (inbox.go).
 func (b *bot) dispatch(u telegram.Update) {
+	chat, dm, job, ok := b.route(u)
+	if !ok {
+		return
+	}
+	b.enqueue(chat, func(ctx context.Context) {
+		if b.g.forwarded(ctx, b, dm, u) {
+			return
+		}
+		job(ctx)
+	})
+}
+
+// route finds an update's chat and what handling it means, or drops it
+// (ok false): not from an allowed user in a private chat, or of a kind the
+// gateway does not handle.
+func (b *bot) route(u telegram.Update) (chat int64, dm dmInfo, job func(context.Context), ok bool) {
 	var from *telegram.User
-	var chat int64
-	var job func(ctx context.Context, dm dmInfo)
+	var handle func(ctx context.Context, dm dmInfo)
 	switch {
 	case u.Message != nil:
 		m := u.Message
 		from, chat = m.From, m.Chat.ID
 		if m.Chat.Type != telegram.ChatPrivate {
 			b.log.Debug("update from a non-private chat dropped", keyUpdate, u.UpdateID, "chat_type", m.Chat.Type)
-			return
+			return 0, dmInfo{}, nil, false
 		}
-		job = func(ctx context.Context, dm dmInfo) { b.g.handleMessage(ctx, b, dm, m) }
+		handle = func(ctx context.Context, dm dmInfo) { b.g.handleMessage(ctx, b, dm, m) }
 	case u.CallbackQuery != nil:
 		q := u.CallbackQuery
 		from, chat = &q.From, q.From.ID
-		job = func(ctx context.Context, dm dmInfo) { b.g.handleCallback(ctx, b, dm, q) }
+		handle = func(ctx context.Context, dm dmInfo) { b.g.handleCallback(ctx, b, dm, q) }
 	default:
 		b.log.Debug("update of an unhandled kind dropped", keyUpdate, u.UpdateID)
-		return
+		return 0, dmInfo{}, nil, false
 	}
 	if from == nil {
 		b.log.Debug("update without a sender dropped", keyUpdate, u.UpdateID)
-		return
+		return 0, dmInfo{}, nil, false
 	}
-	dm, ok := b.dmOf(from.ID)
+	dm, ok = b.dmOf(from.ID)
 	if !ok || chat != dm.user {
 		b.mu.Lock()
 		b.status.Dropped++
 		b.mu.Unlock()
 		b.log.Debug("update from a user not in the allowlist dropped", keyUpdate, u.UpdateID, keyUser, from.ID)
-		return
+		return 0, dmInfo{}, nil, false
 	}
-	b.enqueue(chat, func(ctx context.Context) { job(ctx, dm) })
+	return chat, dm, func(ctx context.Context) { handle(ctx, dm) }, true
 }
 
 // enqueue adds a job to chat's queue, starting its worker if idle.

@@ -106,6 +106,13 @@ func (g *Gateway) pruneOutbox(ctx context.Context) {
 		} else if n > 0 {
 			g.log.Info("old outbox messages pruned", "messages", n)
 		}
+		if g.cfg.Inbox != nil {
+			if n, err := g.cfg.Inbox.PruneInbound(pctx, time.Now().Add(-outboxRetention)); err != nil && ctx.Err() == nil {
+				g.log.Warn("old inbox updates not pruned", keyError, err.Error())
+			} else if n > 0 {
+				g.log.Info("old inbox updates pruned", "updates", n)
+			}
+		}
 		g.sweepOutboxFiles(pctx, time.Now())
 		cancel()
 		select {
