@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"choir/internal/ctl"
+	"choir/internal/docker"
 	"choir/testkit"
 	"choir/testkit/demomodel"
 	"choir/testkit/dockertest"
@@ -33,44 +34,9 @@ import (
 // follower's agent ran on untouched. The failover time (kill to the new
 // leader's first getUpdates) is logged, not asserted.
 func TestReplicaFailoverDeliversOnce(t *testing.T) {
-	dc := dockertest.Engine(t)
-	db := pgnative.DB(t)
-	workspace := testkit.Workspace(t)
-	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := &http.Server{Handler: &demomodel.Server{}}
-	go model.Serve(l)
-	t.Cleanup(func() { model.Close() })
-	tg := telegramtest.New(t)
+	r := newReplicaRig(t, replicaAgent{id: "ha-1", dm: "ha", user: 4545})
+	dc, tg, bot, homeA, homeB, env := r.dc, r.tg, r.bot, r.homeA, r.homeB, r.env
 	const user = int64(4545)
-	bot := tg.AddBot("12345:tg-e2e-Token-9Kd", "choir_ha_bot") // agentConfig's secret "tg"
-	u, _ := url.Parse(db.DSN)
-	port, _ := strconv.Atoi(u.Port())
-
-	home := func(name string) string {
-		h := filepath.Join(t.TempDir(), name)
-		ctlRun(t, h, "", "init")
-		agentConfig(t, h, workspace)
-		path := filepath.Join(h, "config.json")
-		data, _ := os.ReadFile(path)
-		var cfg map[string]any
-		json.Unmarshal(data, &cfg)
-		cfg["postgres"] = map[string]any{"host": u.Hostname(), "port": port, "database": db.Name, "sslmode": "disable", "pool_size": 4, "secret": "postgres"}
-		cfg["models"].(map[string]any)["m"] = map[string]any{"provider": "demo", "model": "demo", "endpoint": "http://" + l.Addr().String() + "/v1"}
-		cfg["gateways"] = map[string]any{"bot": map[string]any{"type": "telegram", "secret": "tg", "api_base": tg.URL()}}
-		cfg["dms"] = map[string]any{"ha": map[string]any{"gateway": "bot", "user_id": fmt.Sprint(user)}}
-		cfg["agents"] = map[string]any{"ha-1": map[string]any{"defaults": map[string]any{"workspace": "main", "llm": "m", "git_identity": "dev", "dm": "ha"}}}
-		out, _ := json.MarshalIndent(cfg, "", "  ")
-		os.WriteFile(path, out, 0o644)
-		if _, stderr, code := ctlRun(t, h, "", "secret", "set", "postgres", "choir:unused-"+pgSecret); code != 0 {
-			t.Fatalf("secret set postgres = %d %s", code, stderr)
-		}
-		return h
-	}
-	homeA, homeB := home("a"), home("b")
-	env := []string{"DOCKER_HOST=" + dc.Host()}
 	dockertest.AgentImage(t, dc, "ha-1", "ha1")
 
 	a := startChoird(t, homeA, env, "--replica")
@@ -124,6 +90,77 @@ func TestReplicaFailoverDeliversOnce(t *testing.T) {
 	}
 	ctlRun(t, homeB, "", "agent", "stop", "ha-1")
 	b.stop(t)
+}
+
+// replicaAgent is an agent of a replica rig: its id, its DM and that DM's
+// Telegram user; each gets a workspace of its own.
+type replicaAgent struct {
+	id, dm string
+	user   int64
+}
+
+// replicaRig is what two choird replicas share: the Docker engine, one
+// native Postgres database, the offline model, a fake Telegram with one
+// bot, and a home for each replica configured alike: each agent with a
+// workspace, a git identity and a DM of its own.
+type replicaRig struct {
+	dc           *docker.Client
+	tg           *telegramtest.Server
+	bot          telegramtest.BotID
+	homeA, homeB string
+	env          []string
+}
+
+func newReplicaRig(t *testing.T, agents ...replicaAgent) *replicaRig {
+	t.Helper()
+	dc := dockertest.Engine(t)
+	db := pgnative.DB(t)
+	l, err := net.Listen("tcp", net.JoinHostPort(dockertest.BridgeIP(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := &http.Server{Handler: &demomodel.Server{}}
+	go model.Serve(l)
+	t.Cleanup(func() { model.Close() })
+	tg := telegramtest.New(t)
+	bot := tg.AddBot("12345:tg-e2e-Token-9Kd", "choir_ha_bot") // agentConfig's secret "tg"
+	u, _ := url.Parse(db.DSN)
+	port, _ := strconv.Atoi(u.Port())
+	workspaces := map[string]any{}
+	dms := map[string]any{}
+	agentsCfg := map[string]any{}
+	identities := map[string]any{} // leased like workspaces: one per agent
+	first := ""
+	for _, a := range agents {
+		ws := testkit.Workspace(t)
+		if first == "" {
+			first = ws
+		}
+		workspaces[a.id] = map[string]any{"path": ws}
+		dms[a.dm] = map[string]any{"gateway": "bot", "user_id": fmt.Sprint(a.user)}
+		identities[a.id] = map[string]any{"name": "Dev", "email": a.id + "@choir.local", "secret": "git-token"}
+		agentsCfg[a.id] = map[string]any{"defaults": map[string]any{"workspace": a.id, "llm": "m", "git_identity": a.id, "dm": a.dm}}
+	}
+	home := func(name string) string {
+		h := filepath.Join(t.TempDir(), name)
+		ctlRun(t, h, "", "init")
+		agentConfig(t, h, first)
+		path := filepath.Join(h, "config.json")
+		data, _ := os.ReadFile(path)
+		var cfg map[string]any
+		json.Unmarshal(data, &cfg)
+		cfg["postgres"] = map[string]any{"host": u.Hostname(), "port": port, "database": db.Name, "sslmode": "disable", "pool_size": 4, "secret": "postgres"}
+		cfg["models"].(map[string]any)["m"] = map[string]any{"provider": "demo", "model": "demo", "endpoint": "http://" + l.Addr().String() + "/v1"}
+		cfg["gateways"] = map[string]any{"bot": map[string]any{"type": "telegram", "secret": "tg", "api_base": tg.URL()}}
+		cfg["workspaces"], cfg["dms"], cfg["agents"], cfg["git_identities"] = workspaces, dms, agentsCfg, identities
+		out, _ := json.MarshalIndent(cfg, "", "  ")
+		os.WriteFile(path, out, 0o644)
+		if _, stderr, code := ctlRun(t, h, "", "secret", "set", "postgres", "choir:unused-"+pgSecret); code != 0 {
+			t.Fatalf("secret set postgres = %d %s", code, stderr)
+		}
+		return h
+	}
+	return &replicaRig{dc: dc, tg: tg, bot: bot, homeA: home("a"), homeB: home("b"), env: []string{"DOCKER_HOST=" + dc.Host()}}
 }
 
 // gatewayStatus is a choird's bots as choirctl status --json shows them.
