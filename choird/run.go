@@ -73,7 +73,7 @@ func run(ctx context.Context, o options, stderr io.Writer) error {
 	defer st.Close()
 	st.CallsStored = callCounter{loaded: plane.Config}.stored // metrics_calls.go: choir_llm_* from the ledger's rows
 	svc.status("reconciling agent containers with the Docker engine")
-	agentsMgr, dc, err := startLifecycle(ctx, plane, st, lm, home, log)
+	agentsMgr, dc, err := startLifecycle(ctx, plane, st, lm, home, o.replica, log)
 	if err != nil {
 		return fmt.Errorf("cannot start: %w", err)
 	}

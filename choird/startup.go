@@ -63,7 +63,7 @@ func bootstrapTargets(l *config.Loaded) (agents []string, dims int) {
 
 // startLifecycle runs startup steps 6 and 7 against the Docker engine and
 // returns the agent lifecycle.
-func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, lm *logs.Manager, home config.Home, log *slog.Logger) (*lifecycle.Manager, *docker.Client, error) {
+func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, lm *logs.Manager, home config.Home, replica bool, log *slog.Logger) (*lifecycle.Manager, *docker.Client, error) {
 	dc, err := docker.New(ctx, "")
 	if err != nil {
 		err = fmt.Errorf("the Docker engine is not reachable (%w): start dockerd, or set DOCKER_HOST", err)
@@ -76,6 +76,7 @@ func startLifecycle(ctx context.Context, plane *control.Plane, st *store.Store, 
 	m := &lifecycle.Manager{
 		Docker: dc, Store: &repairingStore{Store: sessionStore{st}, repair: repair}, Leases: lease.NewTable(), Logs: lm, Home: home,
 		Log: log.With(logs.KeySystem, "lifecycle"), Config: plane.Current, Instance: instanceID(home),
+		Replicated: replica,
 	}
 	if m.Runtime, err = agentRuntime(ctx, plane, dc); err != nil {
 		plane.Step("remove orphaned containers", ctl.StepFailed, err.Error())

@@ -199,6 +199,12 @@ type Manager struct {
 	HTTP *HTTPEndpoint
 	// Instance labels this choird's containers (see LabelInstance).
 	Instance string
+	// Replicated says another choird shares the database (choird
+	// --replica, issue 26): the sessions it records under its own instance
+	// are its, and this one's start leaves them alone. A single choird
+	// sweeps every active session, whatever instance recorded it (its home
+	// may have moved, which changes its instance).
+	Replicated bool
 	// ReadyTimeout bounds how long a start waits for INIT_HELLO.
 	ReadyTimeout time.Duration
 	// Now is the clock (tests may replace it).

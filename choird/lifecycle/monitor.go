@@ -395,9 +395,10 @@ func (m *Manager) RemoveOrphans(ctx context.Context) (int, error) {
 // CrashStaleSessions marks this instance's sessions still recorded as
 // active as crashed: their containers are gone (§6.2 step 7). Their leases
 // were never taken in this process, so there is nothing else to release.
-// Sessions another instance runs (a replica sharing the database, issue
-// 26) are left alone: their agents run on. Sessions recorded without an
-// instance (before replicas) are this instance's as they always were.
+// With Replicated, sessions another instance runs (a replica sharing the
+// database, issue 26) are left alone: their agents run on; sessions
+// recorded without an instance (before replicas) are this instance's as
+// they always were.
 func (m *Manager) CrashStaleSessions(ctx context.Context) (int, error) {
 	all, err := m.Store.ActiveSessions(ctx)
 	if err != nil {
@@ -405,7 +406,7 @@ func (m *Manager) CrashStaleSessions(ctx context.Context) (int, error) {
 	}
 	var stale []SessionRecord
 	for _, s := range all {
-		if s.Instance != "" && s.Instance != m.Instance {
+		if m.Replicated && s.Instance != "" && s.Instance != m.Instance {
 			continue
 		}
 		if err := m.Store.EndSession(ctx, s.SessionID, StatusCrashed, "choird stopped while the session ran"); err != nil {

@@ -61,7 +61,7 @@ func TestSessionsInterruptedByChoirdAreToldAndRestarted(t *testing.T) {
 func TestStartSweepLeavesTheOtherReplicasSessions(t *testing.T) {
 	ctx := context.Background()
 	rig := newRestartRig(t, onCrash(5, 100, 1000))
-	rig.m.Instance = "replica-a"
+	rig.m.Instance, rig.m.Replicated = "replica-a", true
 	b := rpc.ResourceBindings{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}
 	rig.store.sessions["s-mine"] = SessionRecord{SessionID: "s-mine", AgentID: "a1", Status: StatusActive, StartedAt: rig.clock(), Bindings: b, Instance: "replica-a"}
 	rig.store.sessions["s-old"] = SessionRecord{SessionID: "s-old", AgentID: "a2", Status: StatusActive, StartedAt: rig.clock(), Bindings: b}
@@ -100,5 +100,19 @@ func TestSessionsRecordTheirInstance(t *testing.T) {
 	r := rig.m.run("a1")
 	if got := rig.store.sessions[r.SessionID].Instance; got != "replica-a" {
 		t.Errorf("session of a1 recorded with instance %q; want replica-a", got)
+	}
+}
+
+// A single choird (no replica) sweeps every active session, whatever
+// instance recorded it: its home may have moved since, which changes its
+// instance, and no other choird runs them.
+func TestSingleChoirdSweepsEverySession(t *testing.T) {
+	ctx := context.Background()
+	rig := newRestartRig(t, onCrash(5, 100, 1000))
+	rig.m.Instance = "moved-home"
+	b := rpc.ResourceBindings{Workspace: "main", LLM: "m", GitIdentity: "dev", DM: "dm1"}
+	rig.store.sessions["s-before-the-move"] = SessionRecord{SessionID: "s-before-the-move", AgentID: "a1", Status: StatusActive, StartedAt: rig.clock(), Bindings: b, Instance: "old-home"}
+	if n, err := rig.m.CrashStaleSessions(ctx); err != nil || n != 1 || rig.store.sessions["s-before-the-move"].Status != StatusCrashed {
+		t.Errorf("CrashStaleSessions = %d, %v, the session %s; want it crashed", n, err, rig.store.sessions["s-before-the-move"].Status)
 	}
 }
