@@ -3,8 +3,6 @@
 package main
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -232,13 +230,9 @@ func workerContainer(t *testing.T, cl *swarmtest.Cluster, task docker.Task) dock
 func withoutSetuid(t *testing.T, c *docker.Client, base string) string {
 	t.Helper()
 	ref := "choir-test/debian-nosuid:1"
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	df := []byte("FROM " + base + "\nRUN find / -xdev -type f -perm /6000 -exec chmod ug-s {} +\n")
-	tw.WriteHeader(&tar.Header{Name: "Dockerfile", Mode: 0o644, Size: int64(len(df))})
-	tw.Write(df)
-	tw.Close()
-	if _, err := c.ImageBuild(context.Background(), &buf, docker.BuildOptions{Tags: []string{ref}, ForceRemove: true}); err != nil {
+	df := "FROM " + base + "\nRUN find / -xdev -type f -perm /6000 -exec chmod ug-s {} +\n"
+	buf := dockertest.BuildContext(dockertest.File{Name: "Dockerfile", Mode: 0o644, Body: []byte(df)})
+	if _, err := c.ImageBuild(context.Background(), buf, docker.BuildOptions{Tags: []string{ref}, ForceRemove: true}); err != nil {
 		t.Fatalf("build %s: %v", ref, err)
 	}
 	return ref

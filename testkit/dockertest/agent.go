@@ -12,6 +12,24 @@ import (
 	"choir/testkit"
 )
 
+// BuildContext is a build context (a tar archive) holding files, for
+// ImageBuild: a Dockerfile and what it copies. Names are relative to the
+// context here, not paths in an image.
+func BuildContext(files ...File) *bytes.Buffer {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, f := range files {
+		mode := f.Mode
+		if mode == 0 {
+			mode = 0o644
+		}
+		tw.WriteHeader(&tar.Header{Name: f.Name, Mode: int64(mode.Perm()), Size: int64(len(f.Body))})
+		tw.Write(f.Body)
+	}
+	tw.Close()
+	return &buf
+}
+
 // AgentImage builds choir-agent-<id>:<version>: the test busybox image with
 // the static choir-agent as its entrypoint and a /choir/version.json,
 // labelled and tagged :latest as the build pipeline does, so choird's
@@ -30,24 +48,14 @@ func AgentImageFrom(t testing.TB, c *docker.Client, base, id, version string) st
 		t.Fatal(err)
 	}
 	v, _ := json.Marshal(map[string]string{"agent_id": id, "image_version": version})
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, f := range []struct {
-		name string
-		body []byte
-		mode int64
-	}{
-		{"Dockerfile", []byte("FROM " + base + "\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n"), 0o644},
-		{"choir-agent", bin, 0o755},
-		{"version.json", v, 0o644},
-	} {
-		tw.WriteHeader(&tar.Header{Name: f.name, Mode: f.mode, Size: int64(len(f.body))})
-		tw.Write(f.body)
-	}
-	tw.Close()
+	buf := BuildContext(
+		File{Name: "Dockerfile", Mode: 0o644, Body: []byte("FROM " + base + "\nCOPY choir-agent /choir/bin/choir-agent\nCOPY version.json /choir/version.json\nENTRYPOINT [\"/choir/bin/choir-agent\"]\nCMD []\n")},
+		File{Name: "choir-agent", Mode: 0o755, Body: bin},
+		File{Name: "version.json", Mode: 0o644, Body: v},
+	)
 	ref := "choir-agent-" + id + ":" + version
 	labels := map[string]string{"choir.managed": "true", "choir.agent": id, "choir.image_version": version}
-	if _, err := c.ImageBuild(context.Background(), &buf, docker.BuildOptions{Tags: []string{ref}, Labels: labels}); err != nil {
+	if _, err := c.ImageBuild(context.Background(), buf, docker.BuildOptions{Tags: []string{ref}, Labels: labels}); err != nil {
 		t.Fatalf("build the test agent image %s: %v", ref, err)
 	}
 	latest := "choir-agent-" + id + ":latest" // what the last build marks current
