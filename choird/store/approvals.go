@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -155,6 +156,78 @@ func (s *Store) PendingApprovals(ctx context.Context, agentID string) ([]Approva
 	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Approval, error) { return scanApproval(r) })
 	if err != nil {
 		return nil, fmt.Errorf("pending approvals: %w", err)
+	}
+	return out, nil
+}
+
+// Handing a decision on (issue 26): with two choird replicas the one that
+// decides a request (choirctl on its admin socket, its timeout) may not be
+// the one that runs the session that asked, which alone can tell the agent
+// and holds the DM's request message. told_at records, once, that a
+// replica took the decision to hand on. A request is handed on by the
+// replica running its session; one whose session no other replica runs
+// (no session, ended, or run by the deciding replica) by the replica that
+// decided it. Sessions recorded without an instance are no other
+// replica's.
+
+// elsewhere is the condition that another instance than the parameter
+// instance (such as "$2") runs the session of the row a.
+func elsewhere(instance string) string {
+	return `EXISTS (SELECT 1 FROM choir_control.sessions s
+		WHERE s.session_id = a.session_id AND s.status = 'active' AND s.instance <> '' AND s.instance <> ` + instance + `)`
+}
+
+// TellApproval records that instance hands on the decision of approval id
+// and reports whether it should: false when the request is pending, was
+// handed on already, or its session runs on another instance (whose
+// UntoldApprovals takes it). instance "" (a single choird) takes every
+// decided request.
+func (s *Store) TellApproval(ctx context.Context, id, instance string) (bool, error) {
+	tag, err := s.pool.Exec(ctx, s.q(`UPDATE choir_control.pending_approvals a SET told_at = now()
+		WHERE a.id = $1 AND a.status <> 'pending' AND a.told_at IS NULL AND ($2 = '' OR NOT `+elsewhere("$2")+`)`), id, instance)
+	if err != nil {
+		return false, fmt.Errorf("approval %s: record it handed on: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// UntoldApprovals takes, in one statement, the decided requests nobody
+// handed on that instance should: those of the sessions it runs, and
+// those decided before orphanedBefore whose session no other instance runs
+// (the deciding replica died, or the session ended on another one between
+// the decision and its hand-on). It returns them oldest decision first,
+// recorded as told: the caller hands each on.
+func (s *Store) UntoldApprovals(ctx context.Context, instance string, orphanedBefore time.Time) ([]Approval, error) {
+	rows, err := s.pool.Query(ctx, s.q(`UPDATE choir_control.pending_approvals a SET told_at = now()
+		WHERE a.status <> 'pending' AND a.told_at IS NULL AND (
+			EXISTS (SELECT 1 FROM choir_control.sessions s WHERE s.session_id = a.session_id AND s.status = 'active' AND s.instance = $2)
+			OR (a.resolved_at < $1 AND NOT `+elsewhere("$2")+`))
+		RETURNING `+approvalColumns), orphanedBefore, instance)
+	if err != nil {
+		return nil, fmt.Errorf("untold approvals: %w", err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Approval, error) { return scanApproval(r) })
+	if err != nil {
+		return nil, fmt.Errorf("untold approvals: %w", err)
+	}
+	slices.SortFunc(out, func(x, y Approval) int { return x.ResolvedAt.Compare(y.ResolvedAt) })
+	return out, nil
+}
+
+// PendingApprovalsHere returns the undecided requests whose timeouts
+// instance keeps, oldest first: all but those of sessions another
+// instance runs (that replica armed them when its agent asked). instance
+// "" (a single choird) keeps them all.
+func (s *Store) PendingApprovalsHere(ctx context.Context, instance string) ([]Approval, error) {
+	rows, err := s.pool.Query(ctx, s.q(`SELECT `+approvalColumns+` FROM choir_control.pending_approvals a
+		WHERE a.status = 'pending' AND ($1 = '' OR NOT `+elsewhere("$1")+`)
+		ORDER BY a.created_at, a.id`), instance)
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals of %q: %w", instance, err)
+	}
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Approval, error) { return scanApproval(r) })
+	if err != nil {
+		return nil, fmt.Errorf("pending approvals of %q: %w", instance, err)
 	}
 	return out, nil
 }

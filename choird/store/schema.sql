@@ -126,6 +126,20 @@ CREATE TABLE IF NOT EXISTS {{.Control}}.pending_approvals (
 );
 CREATE INDEX IF NOT EXISTS pending_approvals_open
     ON {{.Control}}.pending_approvals (created_at) WHERE status = 'pending';
+-- told_at: when a choird took a decided request to hand its decision on
+-- (tell the agent, edit the DM's request, apply it), once: the replica
+-- that runs the request's session, or the one that decided it when no
+-- other replica runs that session (issue 26; SQL in approvals.go). Rows
+-- decided before the column are taken as told, once, when it is added.
+DO $$
+BEGIN
+    ALTER TABLE {{.Control}}.pending_approvals ADD COLUMN told_at timestamptz;
+    UPDATE {{.Control}}.pending_approvals SET told_at = resolved_at WHERE status <> 'pending';
+EXCEPTION WHEN duplicate_column THEN NULL;
+END
+$$;
+CREATE INDEX IF NOT EXISTS pending_approvals_untold
+    ON {{.Control}}.pending_approvals (resolved_at) WHERE status <> 'pending' AND told_at IS NULL;
 
 -- agent_images: the version.json of every agent image choird built (or
 -- reused), keyed by the engine's image id and the tag; INIT_HELLO compares
