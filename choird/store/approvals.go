@@ -193,16 +193,17 @@ func (s *Store) TellApproval(ctx context.Context, id, instance string) (bool, er
 
 // UntoldApprovals takes, in one statement, the decided requests nobody
 // handed on that instance should: those of the sessions it runs, and
-// those decided before orphanedBefore whose session no other instance runs
-// (the deciding replica died, or the session ended on another one between
-// the decision and its hand-on). It returns them oldest decision first,
-// recorded as told: the caller hands each on.
-func (s *Store) UntoldApprovals(ctx context.Context, instance string, orphanedBefore time.Time) ([]Approval, error) {
+// those decided more than orphanAfter ago (by the database's clock) whose
+// session no other instance runs (the deciding replica died, or the
+// session ended on another one between the decision and its hand-on). It
+// returns them oldest decision first, recorded as told: the caller hands
+// each on.
+func (s *Store) UntoldApprovals(ctx context.Context, instance string, orphanAfter time.Duration) ([]Approval, error) {
 	rows, err := s.pool.Query(ctx, s.q(`UPDATE choir_control.pending_approvals a SET told_at = now()
 		WHERE a.status <> 'pending' AND a.told_at IS NULL AND (
 			EXISTS (SELECT 1 FROM choir_control.sessions s WHERE s.session_id = a.session_id AND s.status = 'active' AND s.instance = $2)
-			OR (a.resolved_at < $1 AND NOT `+elsewhere("$2")+`))
-		RETURNING `+approvalColumns), orphanedBefore, instance)
+			OR (a.resolved_at < now() - make_interval(secs => $1) AND NOT `+elsewhere("$2")+`))
+		RETURNING `+approvalColumns), orphanAfter.Seconds(), instance)
 	if err != nil {
 		return nil, fmt.Errorf("untold approvals: %w", err)
 	}

@@ -78,19 +78,20 @@ func TestApprovalToldOnce(t *testing.T) {
 		}
 	}
 	tell(onFollower, "leader", false) // pending: nothing to hand on
-	longAgo, later := time.Now().Add(-time.Hour), time.Now().Add(time.Hour)
+	// Orphans after an hour (none yet), or at once.
+	anHour, atOnce := time.Hour, time.Duration(0)
 
 	// Decided on the leader, for the follower's session: the follower's
 	// poll hands it on, once.
 	decide(onFollower)
 	tell(onFollower, "leader", false)
-	if got := ids(s.UntoldApprovals(ctx, "leader", later)); len(got) != 0 {
+	if got := ids(s.UntoldApprovals(ctx, "leader", atOnce)); len(got) != 0 {
 		t.Errorf("UntoldApprovals(leader) = %v; want none: the follower runs its session", got)
 	}
-	if got := ids(s.UntoldApprovals(ctx, "follower", longAgo)); !same(got, onFollower) {
+	if got := ids(s.UntoldApprovals(ctx, "follower", anHour)); !same(got, onFollower) {
 		t.Errorf("UntoldApprovals(follower) = %v; want %s", got, onFollower)
 	}
-	if got := ids(s.UntoldApprovals(ctx, "follower", later)); len(got) != 0 {
+	if got := ids(s.UntoldApprovals(ctx, "follower", atOnce)); len(got) != 0 {
 		t.Errorf("UntoldApprovals(follower) again = %v; want none", got)
 	}
 	tell(onFollower, "follower", false)
@@ -100,17 +101,17 @@ func TestApprovalToldOnce(t *testing.T) {
 	decide(onLeader)
 	tell(onLeader, "leader", true)
 	tell(onLeader, "leader", false)
-	if got := ids(s.UntoldApprovals(ctx, "leader", later)); len(got) != 0 {
+	if got := ids(s.UntoldApprovals(ctx, "leader", atOnce)); len(got) != 0 {
 		t.Errorf("UntoldApprovals(leader) after its hand-on = %v; want none", got)
 	}
 
 	// Nobody's session: the decider hands it on; should it not (it died),
 	// either replica's poll takes it once it is orphaned, and only then.
 	decide(sessionless)
-	if got := ids(s.UntoldApprovals(ctx, "follower", longAgo)); len(got) != 0 {
+	if got := ids(s.UntoldApprovals(ctx, "follower", anHour)); len(got) != 0 {
 		t.Errorf("UntoldApprovals(follower) of a fresh decision nobody runs = %v; want none yet", got)
 	}
-	if got := ids(s.UntoldApprovals(ctx, "follower", later)); !same(got, sessionless) {
+	if got := ids(s.UntoldApprovals(ctx, "follower", atOnce)); !same(got, sessionless) {
 		t.Errorf("UntoldApprovals(follower) of an orphaned decision = %v; want %s", got, sessionless)
 	}
 	tell(sessionless, "leader", false)
@@ -127,7 +128,7 @@ func TestApprovalToldOnce(t *testing.T) {
 	if err := s.EndSession(ctx, "s-a", SessionCrashed, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if got := ids(s.UntoldApprovals(ctx, "leader", later)); !same(got, ended) {
+	if got := ids(s.UntoldApprovals(ctx, "leader", atOnce)); !same(got, ended) {
 		t.Errorf("UntoldApprovals(leader) of an ended session's decision = %v; want %s", got, ended)
 	}
 }
@@ -159,12 +160,12 @@ func TestApprovalToldAtAddedToAnOldDatabase(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, s.q(`ALTER TABLE choir_control.pending_approvals DROP COLUMN told_at`)); err != nil {
 		t.Fatal(err)
 	}
-	for range 2 { // the upgrade, then a later start
+	for range 2 { // the upgrade, then a atOnce start
 		if err := s.Bootstrap(ctx, []string{"alpha"}, 3); err != nil {
 			t.Fatalf("Bootstrap() over the old table = %v", err)
 		}
 	}
-	if got, err := s.UntoldApprovals(ctx, "", time.Now().Add(time.Hour)); err != nil || len(got) != 0 {
+	if got, err := s.UntoldApprovals(ctx, "", 0); err != nil || len(got) != 0 {
 		t.Errorf("UntoldApprovals() after the upgrade = %+v, %v; want none: %s was decided before", got, err, old.ID)
 	}
 	if _, err := s.ResolveApproval(ctx, waiting.ID, ApprovalApproved, "choirctl"); err != nil {
