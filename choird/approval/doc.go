@@ -18,6 +18,15 @@
 //	  → rejected by ByTimeout, said as "Approval timed out: <summary>.
 //	    Rejected automatically."
 //
+// With two choird replicas on one store (Config.Handoff), a decision is
+// handed on (the agent told, the DM's message edited, an approval applied)
+// once, by the replica that runs the session that asked: in process when
+// it decided, else by its RunHandoff, which looks for decisions the other
+// replica recorded (choirctl there, a timeout it kept). One whose session
+// no other replica runs is handed on where decided. A replica keeps the
+// timeouts of the requests its own sessions made (and of those no other
+// replica runs).
+//
 // A decision is recorded once: a second press, a late /approve or a
 // timeout racing a human all find the row decided, change nothing, and get
 // ErrAlreadyDecided with the decision that stands. Start re-arms the

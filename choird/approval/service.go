@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +38,26 @@ type Notifier interface {
 	Decided(ctx context.Context, a Approval) error
 }
 
+// Handoff says which choird hands a decision on (tells the agent, shows
+// the outcome in the DM, applies it) when two choird replicas share the
+// store (issue 26): the one running the session that asked, which alone
+// can tell its agent; the one that decided, when no other replica runs
+// that session. The postgres subpackage implements it over told_at.
+type Handoff interface {
+	// Claim records that this choird hands on the decision of approval id,
+	// once: false when it was handed on already, or when another replica
+	// runs its session (whose Untold takes it).
+	Claim(ctx context.Context, id string) (bool, error)
+	// Untold takes the decided approvals this choird is to hand on and
+	// nobody did: those of its sessions decided on another replica, and
+	// orphans (decided, then nobody handed them on).
+	Untold(ctx context.Context) ([]Approval, error)
+	// Pending returns the pending approvals whose timeouts this choird
+	// keeps: all but those of sessions another replica runs (which armed
+	// them when its agent asked).
+	Pending(ctx context.Context) ([]Approval, error)
+}
+
 // Clock is the time the Service keeps timeouts by.
 type Clock interface {
 	Now() time.Time
@@ -64,6 +85,9 @@ type Config struct {
 	// update). It runs in the background under the service's context,
 	// which Close ends; nil applies nothing.
 	Apply func(ctx context.Context, a Approval)
+	// Handoff is nil when this choird hands on every decision it makes
+	// (no other replica shares the store).
+	Handoff Handoff
 	// Timeout is approval_timeout_ms; <= 0 means requests never time out.
 	Timeout time.Duration
 	// Log gets a line per request, decision, refusal and timeout.
@@ -84,6 +108,8 @@ type Service struct {
 	timers map[string]Timer
 	closed bool
 	wg     sync.WaitGroup // running timeouts
+
+	polled atomic.Bool // RunHandoff runs: a failed Claim is left to it
 }
 
 // retryExpire is how long a timeout the store failed to record waits
@@ -125,11 +151,17 @@ type Rearmed struct {
 }
 
 // Start re-arms the timeout of every request still pending (choird
-// restarted while they waited); those already past due are rejected at
-// once, with the timeout's message.
+// restarted while they waited), or with a Handoff of those it keeps;
+// those already past due are rejected at once, with the timeout's message.
 func (s *Service) Start(ctx context.Context) (Rearmed, error) {
 	var r Rearmed
-	pending, err := s.cfg.Store.Pending(ctx, "")
+	var pending []Approval
+	var err error
+	if s.cfg.Handoff != nil {
+		pending, err = s.cfg.Handoff.Pending(ctx)
+	} else {
+		pending, err = s.cfg.Store.Pending(ctx, "")
+	}
 	if err != nil {
 		return r, fmt.Errorf("re-arm approval timeouts: %w", err)
 	}
@@ -274,7 +306,8 @@ func (s *Service) Decide(ctx context.Context, id string, approve bool, who Decid
 		return Approval{}, err
 	}
 	s.disarm(id)
-	s.finish(ctx, d)
+	s.decided(d)
+	s.handOn(ctx, d)
 	return d, nil
 }
 
@@ -285,11 +318,76 @@ func (s *Service) already(a Approval, who Decider) error {
 		a.ResolvedAt.UTC().Format(time.RFC3339), ErrAlreadyDecided)
 }
 
-// finish logs a decision and tells the agent and the human.
-func (s *Service) finish(ctx context.Context, a Approval) {
+// decided logs a decision this choird recorded.
+func (s *Service) decided(a Approval) {
 	s.log.Info("approval decided", keyApproval, a.ID, keyAgent, a.AgentID, keySession, a.SessionID,
 		keyRequestType, a.RequestType, keySummary, a.Summary, keyStatus, a.Status, keyBy, a.ResolvedBy,
 		"requested_at", a.CreatedAt, "decided_at", a.ResolvedAt)
+}
+
+// handOn hands on a decision this choird recorded, unless the Handoff
+// leaves it to the replica running its session. A Claim that fails is
+// left to RunHandoff when it runs (the row stays untold), else handed on
+// here: better told twice than never.
+func (s *Service) handOn(ctx context.Context, a Approval) {
+	if h := s.cfg.Handoff; h != nil {
+		mine, err := h.Claim(ctx, a.ID)
+		switch {
+		case err != nil && s.polled.Load():
+			s.log.Warn("approval decision not recorded as handed on; the next look hands it on", keyApproval, a.ID, keyAgent, a.AgentID, keyError, err.Error())
+			return
+		case err != nil:
+			s.log.Warn("approval decision not recorded as handed on; handing it on", keyApproval, a.ID, keyAgent, a.AgentID, keyError, err.Error())
+		case !mine:
+			s.log.Info("approval decision left to the replica running its session", keyApproval, a.ID, keyAgent, a.AgentID, keySession, a.SessionID)
+			return
+		}
+	}
+	s.finish(ctx, a)
+}
+
+// RunHandoff hands on, every interval until ctx ends, the decisions the
+// Handoff finds untold for this choird: decided on the other replica (by
+// choirctl there, or a timeout it kept) for a session this one runs. It
+// returns at once without a Handoff.
+func (s *Service) RunHandoff(ctx context.Context, every time.Duration) {
+	h := s.cfg.Handoff
+	if h == nil {
+		return
+	}
+	s.polled.Store(true)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		s.handOff(ctx, h)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// handOff hands on the decisions h finds untold.
+func (s *Service) handOff(ctx context.Context, h Handoff) {
+	untold, err := h.Untold(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("approval decisions to hand on not read; looking again", keyError, err.Error())
+		}
+		return
+	}
+	for _, a := range untold {
+		s.disarm(a.ID)
+		s.log.Info("approval decided elsewhere; handing it on", keyApproval, a.ID, keyAgent, a.AgentID, keySession, a.SessionID,
+			keyStatus, a.Status, keyBy, a.ResolvedBy, "decided_at", a.ResolvedAt)
+		s.finish(ctx, a)
+	}
+}
+
+// finish hands a decision on: tells the agent and the human, and applies
+// an approval.
+func (s *Service) finish(ctx context.Context, a Approval) {
 	if s.cfg.OnDecision != nil {
 		if err := s.cfg.OnDecision(ctx, a); err != nil {
 			s.log.Warn("approval decision not delivered to the agent", keyApproval, a.ID, keyAgent, a.AgentID, keySession, a.SessionID, keyError, err.Error())
@@ -373,6 +471,7 @@ func (s *Service) expire(ctx context.Context, id string) bool {
 		return false
 	}
 	s.log.Info("approval timed out", keyApproval, a.ID, keyAgent, a.AgentID, "timeout", s.cfg.Timeout)
-	s.finish(ctx, a)
+	s.decided(a)
+	s.handOn(ctx, a)
 	return true
 }

@@ -5,6 +5,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"choir/choird/approval"
 	"choir/choird/store"
@@ -44,11 +45,7 @@ func (p Store) Pending(ctx context.Context, agentID string) ([]approval.Approval
 	if err != nil {
 		return nil, err
 	}
-	out := make([]approval.Approval, len(rows))
-	for i, r := range rows {
-		out[i] = from(r)
-	}
-	return out, nil
+	return fromAll(rows), nil
 }
 
 func from(r store.Approval) approval.Approval {
@@ -79,3 +76,42 @@ type both struct{ err, sentinel error }
 
 func (b both) Error() string   { return b.err.Error() }
 func (b both) Unwrap() []error { return []error{b.err, b.sentinel} }
+
+// Handoff is the approval.Handoff of one choird over told_at: Instance is
+// its instance id, or "" for a single choird (which hands on every
+// decision it makes and keeps every timeout). An approval decided and
+// handed on by nobody for OrphanAfter (the deciding replica died between
+// the two, or the session ended meanwhile) is taken by whichever replica
+// looks first.
+type Handoff struct {
+	S           *store.Store
+	Instance    string
+	OrphanAfter time.Duration
+}
+
+var _ approval.Handoff = Handoff{}
+
+// Claim records the decision of id handed on by this choird.
+func (h Handoff) Claim(ctx context.Context, id string) (bool, error) {
+	return h.S.TellApproval(ctx, id, h.Instance)
+}
+
+// Untold takes the decisions this choird is to hand on.
+func (h Handoff) Untold(ctx context.Context) ([]approval.Approval, error) {
+	rows, err := h.S.UntoldApprovals(ctx, h.Instance, h.OrphanAfter)
+	return fromAll(rows), err
+}
+
+// Pending lists the pending approvals whose timeouts this choird keeps.
+func (h Handoff) Pending(ctx context.Context) ([]approval.Approval, error) {
+	rows, err := h.S.PendingApprovalsHere(ctx, h.Instance)
+	return fromAll(rows), err
+}
+
+func fromAll(rows []store.Approval) []approval.Approval {
+	out := make([]approval.Approval, len(rows))
+	for i, r := range rows {
+		out[i] = from(r)
+	}
+	return out
+}
