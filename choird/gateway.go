@@ -275,8 +275,14 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		plane.Step("start gateway bots", ctl.StepFailed, err.Error())
 		return nil, nil, err
 	}
+	// A decision is handed on by the replica running the session that
+	// asked (replica.go); a single choird hands on all it decides.
+	handoff := postgres.Handoff{S: st}
+	if replica {
+		handoff = postgres.Handoff{S: st, Instance: m.Instance, OrphanAfter: approvalOrphanAfter}
+	}
 	svc := approval.New(approval.Config{
-		Store: postgres.New(st), Notifier: notifiers{gw, consoleNotifier{console: &plane.Console}},
+		Store: postgres.New(st), Notifier: notifiers{gw, consoleNotifier{console: &plane.Console}}, Handoff: handoff,
 		Timeout: time.Duration(l.Config.ApprovalTimeoutMS) * time.Millisecond,
 		Log:     log.With(logs.KeySystem, "approval"),
 		Apply:   applier(plane, m, log.With(logs.KeySystem, "evolve")).Apply,
@@ -326,19 +332,25 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		}
 	}
 	if replica {
-		// The updates the leader queued for this replica's agents are
-		// taken whether or not it leads.
+		// The updates the leader queued for this replica's agents, and the
+		// decisions the other replica made for its sessions, are taken
+		// whether or not it leads.
 		inboxCtx, stopInbox := context.WithCancel(context.Background())
-		inboxDone := make(chan struct{})
+		inboxDone := make(chan struct{}, 2)
 		go func() {
-			defer close(inboxDone)
+			defer func() { inboxDone <- struct{}{} }()
 			gw.RunInbox(inboxCtx)
+		}()
+		go func() {
+			defer func() { inboxDone <- struct{}{} }()
+			svc.RunHandoff(inboxCtx, approvalLook)
 		}()
 		plane.Step("start gateway bots", ctl.StepOK, fmt.Sprintf("%d bots, polled while this replica leads", gw.Bots()))
 		return func() {
-			svc.Close()
 			stopInbox()
 			<-inboxDone
+			<-inboxDone
+			svc.Close()
 		}, run, nil
 	}
 	gwCtx, cancel := context.WithCancel(context.Background())
@@ -354,6 +366,14 @@ func startGateway(ctx context.Context, plane *control.Plane, m *lifecycle.Manage
 		<-done
 	}, nil, nil
 }
+
+// A replica looks for decisions the other one made for its sessions every
+// approvalLook (one indexed statement, as the DM inbox's look), and takes
+// a decision nobody handed on for approvalOrphanAfter whoever's it was.
+const (
+	approvalLook        = time.Second
+	approvalOrphanAfter = time.Minute
+)
 
 // transcriber is the gateway's speech-to-text from config.json's
 // "transcription" block, nil without one (voice notes arrive as files).
