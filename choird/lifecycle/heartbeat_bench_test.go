@@ -59,38 +59,38 @@ func (p pgStore) RecordLiveness(ctx context.Context, beats []Liveness) ([]string
 	return p.st.RecordLiveness(ctx, out)
 }
 
-// heartbeatRig is choird's side of one running agent over the real agent
-// protocol server (its own Unix socket) and Postgres.
+// heartbeatRig is choird's side of running agents over the real agent
+// protocol server (each agent its own Unix socket) and Postgres.
 type heartbeatRig struct {
-	m           *Manager
-	r           *Run
-	st          *store.Store
-	sock, token string
+	m      *Manager
+	st     *store.Store
+	agents []rigAgent
 }
 
-func newHeartbeatRig(t testing.TB, rpcOnly bool) *heartbeatRig {
+// rigAgent is one agent of the rig: its socket, session and lease token.
+type rigAgent struct{ sock, session, token string }
+
+func newHeartbeatRig(t testing.TB, rpcOnly bool, agents int) *heartbeatRig {
 	t.Helper()
 	db := pgtest.DB(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	st, err := store.Open(ctx, store.Config{DSN: db.DSN, Namespace: db.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Drop(context.Background()); st.Close() })
-	if err := st.Bootstrap(ctx, []string{"hb-1"}, 3); err != nil {
-		t.Fatal(err)
+	ids := make([]string, agents)
+	for i := range ids {
+		ids[i] = "hb-" + strconv.Itoa(i+1)
 	}
-	if _, err := st.CreateSession(ctx, store.NewSession{SessionID: "s-hb", AgentID: "hb-1", LeaseID: "s-hb", StartedAt: time.Now()}); err != nil {
+	if err := st.Bootstrap(ctx, ids, 3); err != nil {
 		t.Fatal(err)
 	}
 	c := config.Default()
 	loaded := &config.Loaded{Config: &c}
 	m := &Manager{Docker: &stubDocker{}, Store: pgStore{newMemStore(), st}, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
 		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	r := &Run{AgentID: "hb-1", SessionID: "s-hb", state: StateRunning,
-		ready: make(chan struct{}), exited: make(chan struct{}), lanes: map[string]rpc.StatusReq{}}
-	m.register(r)
 	limits := rpc.DefaultLimits()
 	limits.Rate, limits.Burst = 1e6, 1e6 // a benchmark sends back to back
 	var h rpc.ControlPlaneHandler = m.Handler()
@@ -104,48 +104,59 @@ func newHeartbeatRig(t testing.TB, rpcOnly bool) *heartbeatRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "s", "choir.sock")
-	ln, err := srv.ListenAgent(sock, "hb-1")
-	if err != nil {
-		t.Fatal(err)
+	rig := &heartbeatRig{m: m, st: st}
+	for _, id := range ids {
+		session := "s-" + id
+		if _, err := st.CreateSession(ctx, store.NewSession{SessionID: session, AgentID: id, LeaseID: session, StartedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		m.register(&Run{AgentID: id, SessionID: session, state: StateRunning,
+			ready: make(chan struct{}), exited: make(chan struct{}), lanes: map[string]rpc.StatusReq{}})
+		sock := filepath.Join(dir, id, "choir.sock")
+		ln, err := srv.ListenAgent(sock, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		token := rpc.NewToken()
+		srv.Open(session, id, token)
+		rig.agents = append(rig.agents, rigAgent{sock: sock, session: session, token: token})
 	}
-	t.Cleanup(func() { ln.Close() })
-	token := rpc.NewToken()
-	srv.Open("s-hb", "hb-1", token)
-	return &heartbeatRig{m: m, r: r, st: st, sock: sock, token: token}
+	return rig
 }
 
-// envHeartbeatAgent asks the test binary to act as the agent of
-// BenchmarkIdleHeartbeat: "socket,session,token,count".
+// envHeartbeatAgent asks the test binary to act as the agents of
+// BenchmarkIdleHeartbeat: "count;every;socket,session,token;...".
 const envHeartbeatAgent = "CHOIR_TEST_HEARTBEAT_AGENT"
 
-// TestIdleHeartbeatAgent is the agent process of BenchmarkIdleHeartbeat
+// TestIdleHeartbeatAgent is the agents' process of BenchmarkIdleHeartbeat
 // (it runs only when the benchmark starts it): it sends count idle
-// heartbeats from clients clients (each its own connection, as each agent
-// has its own), each one after the other, every every (0: back to back).
+// heartbeats from the agents (each its own client, on its own socket),
+// each agent's one after the other, every every (0: back to back).
 func TestIdleHeartbeatAgent(t *testing.T) {
 	spec := os.Getenv(envHeartbeatAgent)
 	if spec == "" {
 		t.Skip("run by BenchmarkIdleHeartbeat")
 	}
-	f := strings.Split(spec, ",")
-	n, _ := strconv.Atoi(f[3])
-	clients, _ := strconv.Atoi(f[4])
-	every, _ := time.ParseDuration(f[5])
-	errs := make(chan error, clients)
-	for i := range clients {
+	f := strings.Split(spec, ";")
+	n, _ := strconv.Atoi(f[0])
+	every, _ := time.ParseDuration(f[1])
+	agents := f[2:]
+	errs := make(chan error, len(agents))
+	for i, a := range agents {
+		a := strings.Split(a, ",")
 		go func() {
-			c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: f[0], SessionID: f[1], LeaseToken: f[2]})
+			c, err := rpc.Dial(rpc.Options{Transport: rpc.TransportUDS, Socket: a[0], SessionID: a[1], LeaseToken: a[2]})
 			if err != nil {
 				errs <- err
 				return
 			}
 			defer c.Close()
-			if every > 0 { // spread the clients over the interval
-				time.Sleep(every * time.Duration(i) / time.Duration(clients))
+			if every > 0 { // spread the agents over the interval
+				time.Sleep(every * time.Duration(i) / time.Duration(len(agents)))
 			}
 			ctx := context.Background()
-			for j := i; j < n; j += clients {
+			for j := i; j < n; j += len(agents) {
 				if _, err := c.Heartbeat(ctx, rpc.HeartbeatReq{ConfigVersion: 1, Timestamp: time.Now().UTC()}); err != nil {
 					errs <- err
 					return
@@ -155,7 +166,7 @@ func TestIdleHeartbeatAgent(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	for range clients {
+	for range agents {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
@@ -164,34 +175,39 @@ func TestIdleHeartbeatAgent(t *testing.T) {
 
 // BenchmarkIdleHeartbeat measures choird's CPU for an idle heartbeat (no
 // events, no snapshot) through the real agent protocol server, the
-// lifecycle and the store on Postgres. The agent is another process (this
-// test binary, TestIdleHeartbeatAgent) on the agent's Unix socket, so
-// choird-cpu-µs/op is this process's CPU alone; db-cpu-µs/op is the
-// private PGlite's (a node child of this process), when it is one.
+// lifecycle and the store on Postgres. The agents are another process
+// (this test binary, TestIdleHeartbeatAgent), each on its own agent
+// socket, so choird-cpu-µs/op is this process's CPU alone; db-cpu-µs/op is
+// the private PGlite's (a node child of this process), when it is one.
 //
-//	go test -run '^$' -bench IdleHeartbeat -benchtime 2000x ./choird/lifecycle/
+//	go test -run '^$' -bench IdleHeartbeat -benchtime 3000x ./choird/lifecycle/
 func BenchmarkIdleHeartbeat(b *testing.B) {
-	b.Run("choird", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false), 1, 0) })
-	// The HTTP round trip alone: the same server and socket answering
+	b.Run("choird", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false, 1), 0) })
+	// The agent protocol alone: the same server and socket answering
 	// HEARTBEAT without the lifecycle or the store.
-	b.Run("rpc-only", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, true), 1, 0) })
-	// 50 agents' connections, each heartbeating every 100 ms (idle in
-	// between, as agents are between their heartbeats every 5 s): each
-	// heartbeat wakes choird from its poller.
-	b.Run("choird-50-paced", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false), 50, 100*time.Millisecond) })
+	b.Run("rpc-only", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, true, 1), 0) })
+	// 50 agents, each heartbeating every 100 ms (idle in between, as
+	// agents are between their heartbeats every 5 s): each heartbeat wakes
+	// choird from its poller.
+	b.Run("choird-50-paced", func(b *testing.B) { benchIdle(b, newHeartbeatRig(b, false, 50), 100*time.Millisecond) })
 }
 
-func benchIdle(b *testing.B, rig *heartbeatRig, clients int, every time.Duration) {
+func benchIdle(b *testing.B, rig *heartbeatRig, every time.Duration) {
+	spec := []string{"", every.String()}
+	for _, a := range rig.agents {
+		spec = append(spec, a.sock+","+a.session+","+a.token)
+	}
 	agent := func(n int) {
+		spec[0] = strconv.Itoa(n)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestIdleHeartbeatAgent$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envHeartbeatAgent+"="+strings.Join([]string{rig.sock, "s-hb", rig.token, strconv.Itoa(n), strconv.Itoa(clients), every.String()}, ","))
+		cmd.Env = append(os.Environ(), envHeartbeatAgent+"="+strings.Join(spec, ";"))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
 			b.Fatalf("agent process: %v\n%s", err, out.String())
 		}
 	}
-	agent(clients) // warm up: the statement cache
+	agent(len(rig.agents)) // warm up: the statement cache, each session's first heartbeat
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	db0 := nodeChildrenCPU()
