@@ -40,6 +40,7 @@ type Client struct {
 	hc        *http.Client
 	sessionID string
 	token     string
+	beats     beats // heartbeats_client.go
 }
 
 var _ ControlPlane = (*Client)(nil)
@@ -85,17 +86,17 @@ func Dial(o Options) (*Client, error) {
 	return &Client{base: base, hc: &http.Client{Transport: tr}, sessionID: o.SessionID, token: o.LeaseToken}, nil
 }
 
-// Close releases idle connections.
-func (c *Client) Close() { c.hc.CloseIdleConnections() }
+// Close ends the heartbeat stream and releases idle connections.
+func (c *Client) Close() {
+	c.closeBeats()
+	c.hc.CloseIdleConnections()
+}
 
 func (c *Client) InitHello(ctx context.Context, req InitHelloReq) (InitHelloResp, error) {
 	return call[InitHelloResp](ctx, c, VerbInitHello, req)
 }
 func (c *Client) GetSecrets(ctx context.Context, req SecretReq) (SecretResp, error) {
 	return call[SecretResp](ctx, c, VerbGetSecrets, req)
-}
-func (c *Client) Heartbeat(ctx context.Context, req HeartbeatReq) (HeartbeatResp, error) {
-	return call[HeartbeatResp](ctx, c, VerbHeartbeat, req)
 }
 func (c *Client) RequestApproval(ctx context.Context, req ApprovalReq) (ApprovalResp, error) {
 	return call[ApprovalResp](ctx, c, VerbRequestApproval, req)
@@ -129,11 +130,17 @@ func (c *Client) Call(ctx context.Context, verb Verb, payload []byte) ([]byte, e
 }
 
 func call[Resp any](ctx context.Context, c *Client, verb Verb, req any) (Resp, error) {
-	var out Resp
 	body, err := json.Marshal(req)
 	if err != nil {
+		var out Resp
 		return out, fmt.Errorf("rpc %s: encode: %w", verb, err)
 	}
+	return post[Resp](ctx, c, verb, body)
+}
+
+// post sends a verb's encoded request as POST /rpc/<VERB>.
+func post[Resp any](ctx context.Context, c *Client, verb Verb, body []byte) (Resp, error) {
+	var out Resp
 	resp, err := c.do(ctx, http.MethodPost, "/rpc/"+string(verb), body, nil)
 	if err != nil {
 		return out, fmt.Errorf("rpc %s: %w", verb, err)
@@ -158,9 +165,7 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr h
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set(HeaderRequestID, NewRequestID())
-	req.Header.Set(HeaderSessionID, c.sessionID)
-	req.Header.Set("Authorization", "Bearer "+c.token)
+	c.envelope(req.Header)
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return nil, err
@@ -172,17 +177,32 @@ func (c *Client) do(ctx context.Context, method, path string, body []byte, hdr h
 	return resp, nil
 }
 
+// envelope sets a request's envelope headers: a new request id, the
+// session and its lease token.
+func (c *Client) envelope(h http.Header) {
+	h.Set(HeaderRequestID, NewRequestID())
+	h.Set(HeaderSessionID, c.sessionID)
+	h.Set("Authorization", "Bearer "+c.token)
+}
+
 func decodeError(resp *http.Response) *Error {
-	var eb errorBody
 	data, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &Error{Status: resp.StatusCode, Code: CodeInternal}
+	e := errorFrom(resp.StatusCode, data)
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+		e.RetryAfter = time.Duration(secs) * time.Second
+	}
+	return e
+}
+
+// errorFrom reads an error answer's body, {"error": {...}}, or keeps what
+// else it is as the message.
+func errorFrom(status int, data []byte) *Error {
+	var eb errorBody
+	e := &Error{Status: status, Code: CodeInternal}
 	if json.Unmarshal(data, &eb) == nil && eb.Error != nil {
 		e.Code, e.Message = eb.Error.Code, eb.Error.Message
 	} else {
 		e.Message = strings.TrimSpace(string(data))
-	}
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-		e.RetryAfter = time.Duration(secs) * time.Second
 	}
 	return e
 }

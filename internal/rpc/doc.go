@@ -37,7 +37,8 @@
 // file descriptor limit leaves; the per-agent and per-session caps stay. Headers must arrive within 10 s (the TLS handshake too) and
 // fit in 16 KiB (431); a body within 60 s (408) and 4 MiB (413); an idle
 // kept-alive connection is closed after 2 min; a session holds at most 4
-// event streams (429); each event-stream write must complete within 30 s.
+// event streams and 4 heartbeat streams (429); each write to either must
+// complete within 30 s.
 // Each request's fields are bounded (bounds.go: MaxIDBytes and the
 // others; 400 naming the field and the limit).
 //
@@ -66,7 +67,8 @@
 // payload size (→ 413 "payload_too_large"), the JSON (malformed, trailing
 // data or an unknown field → 400 "bad_request"), the fields' bounds (→ 400).
 // Messages are stateless: nothing depends on the connection a request
-// arrives on.
+// arrives on (a heartbeat on the heartbeat stream, below, is checked and
+// answered exactly as its POST).
 //
 // # Verbs (agent → choird)
 //
@@ -113,4 +115,36 @@
 // A Last-Event-ID that is not a decimal id, or is beyond the session's
 // newest event, is a 400 naming the newest id (Follow then starts over
 // with a gap event). Comment lines (": keepalive") are sent while idle.
+//
+// # Heartbeat stream (agent → choird)
+//
+//	POST /heartbeats
+//	Transfer-Encoding: chunked
+//	X-Choir-Request-Id, X-Choir-Session-Id, Authorization as above
+//
+// An idle agent's heartbeat, every few seconds, is all the work choird
+// does for it, and as a POST each costs choird a whole HTTP exchange; so
+// the client sends its heartbeats on one long request instead, a frame
+// each. The stream is checked like a verb (the token, the rate limit, the
+// connection cap; a session holds at most 4 streams, 429). The answer is
+// 200 at once, before any frame, with X-Choir-Frame-Max, the largest frame
+// body the stream takes (64 KiB, or the payload cap when smaller); then
+// the request's body carries heartbeats and the answer's body their
+// answers, one per heartbeat, in order:
+//
+//	HEARTBEAT <length>\n<length bytes: a HeartbeatReq as JSON>
+//	<status> <length> <retry-after seconds>\n<length bytes: JSON>
+//
+// The answer's JSON is the HeartbeatResp (200) or the error body above.
+// Each heartbeat is checked and answered as POST /rpc/HEARTBEAT with the
+// same body would be: the session still open (401, which ends the stream),
+// the rate limit (429, retry-after set), strict JSON and the fields'
+// bounds (400), then the handler. A frame that is not one (another header
+// line, another verb (404), a body over the frame cap (413) or not
+// received within 60 s (408)) is answered and ends the stream. The stream
+// also ends when the agent ends its body, after 2 min without a heartbeat,
+// when the session is closed and when choird stops; its connection closes
+// with it. The client (Client.Heartbeat) sends a heartbeat over the frame
+// cap as POST /rpc/HEARTBEAT, and so every heartbeat when the server
+// answers the stream 404 (or, for Retry-After, 429).
 package rpc

@@ -89,6 +89,13 @@ func TestHostileRPC(t *testing.T) {
 		{name: "unknown endpoint", path: "/admin/v1/agents", status: 404},
 		{name: "missing request id", path: rpcPath, header: with(goodHeaders(), HeaderRequestID), body: []byte(`{}`), status: 400, text: HeaderRequestID},
 		{name: "headers over the cap", path: rpcPath, header: with(goodHeaders(), "X-Pad", strings.Repeat("p", 2*limits.MaxHeaderBytes)), body: []byte(`{}`), status: 431},
+		// The heartbeat stream (heartbeats.go; its frames: TestHostileHeartbeatFrames).
+		{name: "GET on the heartbeat stream", method: http.MethodGet, path: HeartbeatsPath, status: 405, text: "use POST"},
+		{name: "heartbeat stream without a token", path: HeartbeatsPath, header: with(goodHeaders(), "Authorization"), body: []byte(frame(`{}`)), status: 401},
+		{name: "heartbeat stream of another agent's session", path: HeartbeatsPath, body: []byte(frame(`{}`)),
+			header: with(with(goodHeaders(), HeaderSessionID, "s-other"), "Authorization", "Bearer t-other"),
+			wantBy: map[string]int{"uds": 401, "https": 200}},
+		{name: "heartbeat stream without a request id", path: HeartbeatsPath, header: with(goodHeaders(), HeaderRequestID), body: []byte(frame(`{}`)), status: 400, text: HeaderRequestID},
 		// Bodies.
 		{name: "oversized body", path: rpcPath, body: big, status: 413, text: "payload larger than"},
 		{name: "empty body", path: rpcPath, body: nil, status: 400, text: "empty body"},

@@ -139,6 +139,13 @@ func TestListenAgentCloseEndsEverything(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	beats := dialUDS(t, sock1, "s1", "t1")
+	if _, err := beats.Heartbeat(ctx, HeartbeatReq{}); err != nil { // opens its heartbeat stream
+		t.Fatal(err)
+	}
+	srv.mu.Lock()
+	sess1 := srv.m["s1"]
+	srv.mu.Unlock()
 	idle, err := net.Dial("unix", sock1) // a connection that never sends
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +162,11 @@ func TestListenAgentCloseEndsEverything(t *testing.T) {
 	if _, err := stream.Next(); err == nil {
 		t.Error("the event stream is still open after Close")
 	}
+	waitFor(t, "the heartbeat stream to end", func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return sess1.beats == 0
+	})
 	idle.SetReadDeadline(time.Now().Add(10 * time.Second))
 	if _, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) && !isReset(err) {
 		t.Errorf("read on an idle connection after Close = %v; want EOF", err)

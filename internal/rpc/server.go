@@ -128,8 +128,11 @@ func (s *Server) Open(sessionID, agentID, token string) {
 	defer s.mu.Unlock()
 	if old := s.m[sessionID]; old != nil {
 		old.events.close()
+		old.end()
 	}
-	s.m[sessionID] = &session{tokenHash: sha256Sum(token), agentID: agentID, events: newEventLog(s.limits.EventBacklog)}
+	sess := &session{tokenHash: sha256Sum(token), agentID: agentID, events: newEventLog(s.limits.EventBacklog)}
+	sess.ended, sess.end = context.WithCancel(context.Background())
+	s.m[sessionID] = sess
 }
 
 // Close revokes a session's token and ends its push streams. Calls with the
@@ -141,6 +144,7 @@ func (s *Server) Close(sessionID string) {
 	s.mu.Unlock()
 	if sess != nil {
 		sess.events.close()
+		sess.end() // heartbeats.go
 	}
 	s.tunnels.closeSession(sessionID) // tunnel.go
 }
@@ -161,7 +165,7 @@ func (s *Server) Publish(sessionID, typ string, data any) (string, bool) {
 	return sess.events.publish(typ, raw)
 }
 
-// ServeHTTP routes POST /rpc/<VERB> and GET /events.
+// ServeHTTP routes POST /rpc/<VERB>, GET /events and POST /heartbeats.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.Observe != nil {
 		v, ok := strings.CutPrefix(r.URL.Path, "/rpc/")
@@ -179,6 +183,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			defer func() { s.Observe(verb, ow.code(), time.Since(start)) }()
 			w = ow
 		}
+	}
+	if r.URL.Path == HeartbeatsPath && r.Method == http.MethodPost {
+		// heartbeats.go: the body of a stream, refused or served, is not
+		// waited for (net/http would read it before a refusal, and after
+		// the stream); its connection closes with it.
+		rc := http.NewResponseController(w)
+		rc.EnableFullDuplex()
+		w.Header().Set("Connection", "close")
+		defer rc.SetReadDeadline(time.Unix(1, 0))
 	}
 	sess, sessionID, ok := s.authenticate(w, r)
 	if !ok {
@@ -198,10 +211,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveEvents(w, r, sess)
 	case strings.HasPrefix(r.URL.Path, "/rpc/"):
 		s.serveVerb(w, r, sessionID)
+	case r.URL.Path == HeartbeatsPath:
+		s.serveHeartbeats(w, r, sess, sessionID) // heartbeats.go
 	case strings.HasPrefix(r.URL.Path, ModelPathPrefix):
 		s.serveModel(w, r, sessionID) // modelproxy.go
 	default:
-		writeError(w, Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint %s: use POST /rpc/<VERB> or GET /events", r.URL.Path))
+		writeError(w, Errorf(http.StatusNotFound, CodeNotFound, "no such endpoint %s: use POST /rpc/<VERB>, GET /events or POST /heartbeats", r.URL.Path))
 	}
 }
 
@@ -247,16 +262,27 @@ func bearer(h http.Header) string {
 }
 
 func (s *Server) admit(w http.ResponseWriter, sess *session) bool {
+	if err := s.take(sess); err != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(err.RetryAfter/time.Second)))
+		writeError(w, err)
+		return false
+	}
+	return true
+}
+
+// take spends one of the session's rate tokens: nil, or the 429 to answer
+// (RetryAfter in whole seconds, at least one).
+func (s *Server) take(sess *session) *Error {
 	s.mu.Lock()
 	ok, wait := sess.limiter.take(s.now(), s.limits.Rate, s.limits.Burst)
 	s.mu.Unlock()
 	if ok {
-		return true
+		return nil
 	}
-	secs := int(math.Ceil(wait.Seconds()))
-	w.Header().Set("Retry-After", strconv.Itoa(max(secs, 1)))
-	writeError(w, Errorf(http.StatusTooManyRequests, CodeRateLimited, "more than %g requests per second from this session; retry after %ds", s.limits.Rate, max(secs, 1)))
-	return false
+	secs := max(int(math.Ceil(wait.Seconds())), 1)
+	e := Errorf(http.StatusTooManyRequests, CodeRateLimited, "more than %g requests per second from this session; retry after %ds", s.limits.Rate, secs)
+	e.RetryAfter = time.Duration(secs) * time.Second
+	return e
 }
 
 func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID string) {
@@ -297,20 +323,30 @@ func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID str
 		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "read body: %v", err))
 		return
 	}
-	ctx := WithCall(r.Context(), Call{RequestID: reqID, SessionID: sessionID})
-	resp, err := call(ctx, body)
-	if err != nil {
-		var rerr *Error
-		if !errors.As(err, &rerr) {
-			s.log.Error("rpc handler failed", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "error", err.Error())
-			rerr = Errorf(http.StatusInternalServerError, CodeInternal, "%s failed: %v", verb, err)
-		} else if rerr.Status == http.StatusBadRequest {
-			s.log.Warn("rpc request refused", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "status", rerr.Status, "error", clipTo(rerr.Message, 300))
-		}
+	resp, rerr := s.invoke(r.Context(), verb, call, body, sessionID, reqID)
+	if rerr != nil {
 		writeError(w, rerr)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// invoke calls a verb's handler with a request body read whole: its
+// answer, or the error to answer with (a handler's failure that is no
+// *Error is logged and becomes a 500; a 400 is logged).
+func (s *Server) invoke(ctx context.Context, verb Verb, call func(context.Context, []byte) (any, error), body []byte, sessionID, reqID string) (any, *Error) {
+	resp, err := call(WithCall(ctx, Call{RequestID: reqID, SessionID: sessionID}), body)
+	if err == nil {
+		return resp, nil
+	}
+	var rerr *Error
+	if !errors.As(err, &rerr) {
+		s.log.Error("rpc handler failed", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "error", err.Error())
+		rerr = Errorf(http.StatusInternalServerError, CodeInternal, "%s failed: %v", verb, err)
+	} else if rerr.Status == http.StatusBadRequest {
+		s.log.Warn("rpc request refused", "verb", string(verb), "session_id", sessionID, "request_id", reqID, "status", rerr.Status, "error", clipTo(rerr.Message, 300))
+	}
+	return nil, rerr
 }
 
 func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *session) {

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -39,6 +40,11 @@ type session struct {
 	events    *eventLog
 	conns     int // connections attributed to it (guarded by the server's lock)
 	streams   int // open GET /events streams (guarded by the server's lock)
+	beats     int // open heartbeat streams (guarded by the server's lock)
+	// ended is cancelled when the session is closed (or opened again):
+	// its heartbeat streams end with it.
+	ended context.Context
+	end   context.CancelFunc
 }
 
 // bucket is a token bucket; the caller holds the server's lock.
