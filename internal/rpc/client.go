@@ -194,13 +194,13 @@ func decodeError(resp *http.Response) *Error {
 	return e
 }
 
-// errorFrom reads an error answer's body, {"error": {...}}, or keeps what
-// else it is as the message.
+// errorFrom reads an error answer's body, {"error": {...}} (with the head
+// of a replication_refused), or keeps what else it is as the message.
 func errorFrom(status int, data []byte) *Error {
 	var eb errorBody
 	e := &Error{Status: status, Code: CodeInternal}
 	if json.Unmarshal(data, &eb) == nil && eb.Error != nil {
-		e.Code, e.Message = eb.Error.Code, eb.Error.Message
+		e.Code, e.Message, e.Head = eb.Error.Code, eb.Error.Message, eb.Error.Head
 	} else {
 		e.Message = strings.TrimSpace(string(data))
 	}

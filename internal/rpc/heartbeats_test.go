@@ -410,3 +410,31 @@ func TestHeartbeatStreamRateLimit(t *testing.T) {
 		t.Errorf("heartbeats served on the stream, as POSTs, streams = %d, %d, %d; want 2, 0, 1", stream, post, beatsOf(srv, "s1"))
 	}
 }
+
+// refusingBeats refuses every heartbeat as choird refuses events that do
+// not follow its stored log.
+type refusingBeats struct{ fakeHandler }
+
+func (h *refusingBeats) HandleHeartbeat(ctx context.Context, r HeartbeatReq) (HeartbeatResp, error) {
+	e := Errorf(http.StatusConflict, CodeReplicationRefused, "heartbeat refused, nothing stored: a gap")
+	e.Head = &ChainHead{Rev: 4, Hash: "h4"}
+	return HeartbeatResp{}, e
+}
+
+// TestClientGetsTheRefusalsHead: a replication_refused reaches the agent
+// with the head to resend from, on the stream and as a POST alike.
+func TestClientGetsTheRefusalsHead(t *testing.T) {
+	srv := NewServer(&refusingBeats{}, DefaultLimits(), quietLogger())
+	t.Cleanup(func() { srv.Shutdown(context.Background()) })
+	sock, _ := agentSocket(t, srv, t.TempDir(), testAgent)
+	srv.Open("s1", testAgent, "t1")
+	c := dialUDS(t, sock, "s1", "t1")
+	big := []Event{{Rev: 10, Type: "UserMsg", Hash: "h10", Payload: json.RawMessage(`"` + strings.Repeat("s", MaxHeartbeatFrame) + `"`)}}
+	for _, req := range []HeartbeatReq{{BaseRev: 9, NewRev: 9}, {BaseRev: 9, NewRev: 10, Patches: big}} { // the second over the frame cap: a POST
+		_, err := c.Heartbeat(context.Background(), req)
+		var rerr *Error
+		if !errors.As(err, &rerr) || rerr.Code != CodeReplicationRefused || rerr.Head == nil || *rerr.Head != (ChainHead{Rev: 4, Hash: "h4"}) {
+			t.Errorf("refused heartbeat of %d events = %v (%+v); want replication_refused with head 4 h4", len(req.Patches), err, rerr)
+		}
+	}
+}
