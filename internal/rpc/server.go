@@ -102,6 +102,14 @@ func bind[Req, Resp any](f func(context.Context, Req) (Resp, error)) func(contex
 // carry tool inputs a few levels down); its size is bounded by the caller
 // (the server reads at most Limits.MaxPayload bytes).
 func DecodeStrict(body []byte, v any) error {
+	if r, ok := v.(*HeartbeatReq); ok && decodeIdleBeat(body, r) { // idlebeat.go
+		return nil
+	}
+	return decodeStrict(body, v)
+}
+
+// decodeStrict is DecodeStrict with encoding/json alone.
+func decodeStrict(body []byte, v any) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return errors.New("empty body: want a JSON object")
 	}
