@@ -38,6 +38,7 @@ type Options struct {
 type Client struct {
 	base      string
 	hc        *http.Client
+	beatHC    *http.Client // the heartbeat stream's
 	sessionID string
 	token     string
 	beats     beats // heartbeats_client.go
@@ -83,7 +84,11 @@ func Dial(o Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("rpc: unknown transport %q: want %q or %q", o.Transport, TransportUDS, TransportHTTP)
 	}
-	return &Client{base: base, hc: &http.Client{Transport: tr}, sessionID: o.SessionID, token: o.LeaseToken}, nil
+	// The heartbeat stream dials its own connection each time it opens,
+	// never one the pool kept (which the server may have closed).
+	beats := tr.Clone()
+	beats.DisableKeepAlives = true
+	return &Client{base: base, hc: &http.Client{Transport: tr}, beatHC: &http.Client{Transport: beats}, sessionID: o.SessionID, token: o.LeaseToken}, nil
 }
 
 // Close ends the heartbeat stream and releases idle connections.

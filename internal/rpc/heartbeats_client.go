@@ -59,10 +59,9 @@ func (c *Client) Heartbeat(ctx context.Context, req HeartbeatReq) (HeartbeatResp
 
 // beatOnStream sends a heartbeat on the stream, opening it if need be;
 // sent is false when the heartbeat must go as a POST. A heartbeat that
-// fails on a stream used before (which the server may have ended), or
-// whose stream could not be opened for want of a connection, is sent once
-// more on a new one: a heartbeat sent twice is harmless (choird skips the
-// events it holds).
+// fails on a stream used before (which the server may have ended) is sent
+// once more on a new one: a heartbeat sent twice is harmless (choird skips
+// the events it holds).
 func (c *Client) beatOnStream(ctx context.Context, body []byte) (HeartbeatResp, error, bool) {
 	if !c.beats.turn.TryLock() {
 		return HeartbeatResp{}, nil, false
@@ -70,10 +69,6 @@ func (c *Client) beatOnStream(ctx context.Context, body []byte) (HeartbeatResp, 
 	defer c.beats.turn.Unlock()
 	for retry := false; ; retry = true {
 		l, fresh, err := c.beatLine(ctx)
-		var rerr *Error
-		if err != nil && !retry && ctx.Err() == nil && !errors.As(err, &rerr) {
-			continue // the kept-alive connection it was sent on had been closed
-		}
 		if err != nil {
 			return HeartbeatResp{}, fmt.Errorf("rpc %s: %w", VerbHeartbeat, err), true
 		}
@@ -84,6 +79,7 @@ func (c *Client) beatOnStream(ctx context.Context, body []byte) (HeartbeatResp, 
 		if err == nil {
 			return resp, nil, true
 		}
+		var rerr *Error
 		if errors.As(err, &rerr) {
 			if rerr.Status == http.StatusUnauthorized {
 				c.dropBeatLine(l) // the server ended the stream
@@ -148,7 +144,7 @@ func (c *Client) openBeatLine(ctx context.Context) (*beatLine, error) {
 	// does) answers at once rather than wait for the body to end first.
 	req.Close = true
 	stop := context.AfterFunc(ctx, cancel)
-	resp, err := c.hc.Do(req)
+	resp, err := c.beatHC.Do(req)
 	if !stop() && err == nil {
 		resp.Body.Close()
 		err = ctx.Err()
