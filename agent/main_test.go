@@ -61,3 +61,28 @@ func TestLeaseTokenFromAFile(t *testing.T) {
 		})
 	}
 }
+
+// The HTTP transport's TLS files: a certificate needs its key, and what
+// cannot be read or holds no certificate is refused naming the flag.
+func TestTLSConfig(t *testing.T) {
+	dir := t.TempDir()
+	junk := filepath.Join(dir, "junk.pem")
+	os.WriteFile(junk, []byte("not PEM"), 0o400)
+	for _, tc := range []struct {
+		name string
+		o    options
+		want string
+	}{
+		{"a certificate without its key", options{tlsCert: junk}, "--tls-cert and --tls-key go together"},
+		{"a CA that is not there", options{tlsCA: filepath.Join(dir, "nope.pem")}, "--tls-ca"},
+		{"a CA that is not PEM", options{tlsCA: junk}, "holds no PEM certificate"},
+		{"a pair that is not one", options{tlsCert: junk, tlsKey: junk}, "client certificate"},
+	} {
+		if _, _, err := tlsConfig(tc.o); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: tlsConfig = %v; want an error containing %q", tc.name, err, tc.want)
+		}
+	}
+	if conf, cc, err := tlsConfig(options{}); conf != nil || cc != nil || err != nil {
+		t.Errorf("no TLS flags: tlsConfig = %v, %v, %v; want nothing (the system's roots)", conf, cc, err)
+	}
+}
