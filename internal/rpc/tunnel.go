@@ -35,9 +35,10 @@ import (
 const VerbTunnel Verb = "TUNNEL"
 
 // MaxTunnelsPerSession bounds a session's open tunnels. A hijacked
-// connection still counts against its listener's cap (MaxConnsPerAgent on
-// an agent socket, 64), so tunnels must leave room for the agent's own
-// calls (ClientMaxConns, 32).
+// connection no longer counts against its listener's cap (guard releases
+// its place at the hijack, limits.go), so this is what bounds them: a
+// session holds at most this many tunnels beside the listener's cap
+// (MaxConnsPerAgent on an agent socket, 64).
 const MaxTunnelsPerSession = 16
 
 // TunnelIdle ends a tunnel that carried nothing either way for so long.
