@@ -44,12 +44,10 @@ func (s *Server) serveHeartbeats(w http.ResponseWriter, r *http.Request, sess *s
 		writeError(w, Errorf(http.StatusMethodNotAllowed, CodeMethod, "use POST %s", HeartbeatsPath))
 		return
 	}
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "missing %s header", HeaderRequestID))
+	reqID, ok := requestID(w, r)
+	if !ok {
 		return
 	}
-	w.Header().Set(HeaderRequestID, reqID)
 	rc := http.NewResponseController(w)
 	if err := rc.EnableFullDuplex(); err != nil { // ServeHTTP did
 		writeError(w, Errorf(http.StatusInternalServerError, CodeInternal, "this connection cannot carry a heartbeat stream (%v): use POST /rpc/%s", err, VerbHeartbeat))

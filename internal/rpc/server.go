@@ -293,6 +293,18 @@ func (s *Server) take(sess *session) *Error {
 	return e
 }
 
+// requestID is the request's X-Choir-Request-Id, echoed on the answer; a
+// request without one is answered 400 (ok false).
+func requestID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.Header.Get(HeaderRequestID)
+	if id == "" {
+		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "missing %s header", HeaderRequestID))
+		return "", false
+	}
+	w.Header().Set(HeaderRequestID, id)
+	return id, true
+}
+
 func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID string) {
 	verb := Verb(strings.TrimPrefix(r.URL.Path, "/rpc/"))
 	call, ok := s.verbs[verb]
@@ -304,12 +316,10 @@ func (s *Server) serveVerb(w http.ResponseWriter, r *http.Request, sessionID str
 		writeError(w, Errorf(http.StatusMethodNotAllowed, CodeMethod, "use POST /rpc/%s", verb))
 		return
 	}
-	reqID := r.Header.Get(HeaderRequestID)
-	if reqID == "" {
-		writeError(w, Errorf(http.StatusBadRequest, CodeBadRequest, "missing %s header", HeaderRequestID))
+	reqID, ok := requestID(w, r)
+	if !ok {
 		return
 	}
-	w.Header().Set(HeaderRequestID, reqID)
 	rc := http.NewResponseController(w)
 	if s.limits.BodyTimeout > 0 {
 		rc.SetReadDeadline(s.now().Add(s.limits.BodyTimeout))
