@@ -110,8 +110,6 @@ func (m *Manager) end(r *Run, status, reason string) {
 	// A session that got as far as INIT_HELLO may have had a user waiting.
 	wasRunning := r.getState() != StateStarting
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	m.Sessions.Close(r.SessionID)
 	if r.socket != nil {
 		if err := r.socket.Close(); err != nil {
@@ -119,26 +117,10 @@ func (m *Manager) end(r *Run, status, reason string) {
 		}
 	}
 	if r.ContainerID != "" {
-		select {
-		case <-r.exited:
-		default:
-			if r.Offline {
-				m.readNet(r) // the last count, before the namespace goes (netattempts.go)
-			}
-			// Still running: stopped by choird (SIGTERM, SIGKILL after 10 s).
-			if err := m.runtime().Stop(ctx, r.ContainerID, 10*time.Second); err != nil && !isGone(err) {
-				m.logf(r, "stop container failed", "error", err.Error())
-			} else {
-				m.logf(r, "agent container stopped by choird", "container", shortID(r.ContainerID), "status", status)
-			}
-		}
-		if err := m.runtime().Remove(ctx, r.ContainerID); err != nil && !isGone(err) {
-			m.logf(r, "remove container failed; removing it once the engine answers", "error", err.Error())
-			m.leaveBehind(r.ContainerID, r.AgentID)
-		} else {
-			m.logf(r, "agent container removed", "container", shortID(r.ContainerID))
-		}
+		m.endBox(r, status)
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	m.recordLiveness(ctx, []*Run{r}) // its last heartbeat, before the end (liveness.go)
 	if err := m.Store.EndSession(ctx, r.SessionID, status, reason); err != nil {
 		m.logf(r, "record the session's end failed", "error", err.Error())
@@ -237,3 +219,59 @@ func jsonLine(b []byte) bool {
 func resumeHint(agentID string) string {
 	return fmt.Sprintf("Start it again with /start %s, or `choirctl agent start %s`: it resumes this session where it was last saved (/start %s fresh begins a new one).", agentID, agentID, agentID)
 }
+
+// endBox stops the session's box if it still runs (SIGTERM, SIGKILL after
+// 10 s) and removes it, within a minute and at most MaxBoxEnds at once; a
+// box it cannot remove is left for the monitor's sweep.
+func (m *Manager) endBox(r *Run, status string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if !m.boxPlace(ctx) {
+		m.logf(r, "the engine is busy ending other boxes; removing this one once it answers", "container", shortID(r.ContainerID))
+		m.leaveBehind(r.ContainerID, r.AgentID)
+		return
+	}
+	defer m.freeBoxPlace()
+	select {
+	case <-r.exited:
+	default:
+		if r.Offline {
+			m.readNet(r) // the last count, before the namespace goes (netattempts.go)
+		}
+		if err := m.runtime().Stop(ctx, r.ContainerID, 10*time.Second); err != nil && !isGone(err) {
+			m.logf(r, "stop container failed", "error", err.Error())
+		} else {
+			m.logf(r, "agent container stopped by choird", "container", shortID(r.ContainerID), "status", status)
+		}
+	}
+	if err := m.runtime().Remove(ctx, r.ContainerID); err != nil && !isGone(err) {
+		m.logf(r, "remove container failed; removing it once the engine answers", "error", err.Error())
+		m.leaveBehind(r.ContainerID, r.AgentID)
+	} else {
+		m.logf(r, "agent container removed", "container", shortID(r.ContainerID))
+	}
+}
+
+// MaxBoxEnds is how many boxes the lifecycle stops and removes at once.
+// Sessions end together (choird's stop ends them all at once, so that it
+// takes as long as the slowest agent's summary), but a thousand stops and
+// removals sent to Docker 20.10 at the same moment left containerd without
+// the containers' shims while dockerd still listed them as up, and the
+// engine had to be restarted (issue 19's 1,000-agent run): the engine gets
+// them a few at a time. A box that finds no place within its end's 60 s
+// is left for the monitor's sweep, or the next start's RemoveOrphans.
+const MaxBoxEnds = 16
+
+// boxPlace waits for a place to stop and remove a box; false when ctx
+// ended first.
+func (m *Manager) boxPlace(ctx context.Context) bool {
+	m.boxOpsOne.Do(func() { m.boxOps = make(chan struct{}, MaxBoxEnds) })
+	select {
+	case m.boxOps <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (m *Manager) freeBoxPlace() { <-m.boxOps }

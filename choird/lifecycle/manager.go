@@ -252,6 +252,8 @@ type Manager struct {
 	agentMu   map[string]*sync.Mutex
 	leftovers map[string]string // containers whose removal failed: id → agent
 	stale     []SessionRecord   // sessions CrashStaleSessions ended, for AfterStart
+	boxOps    chan struct{}     // places for boxes being stopped and removed (endBox)
+	boxOpsOne sync.Once
 
 	livenessFailing bool // the last RecordLiveness failed (liveness.go); under mu
 }

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -140,4 +141,60 @@ func (d noContainers) ContainerLogs(context.Context, string, docker.LogsOptions)
 }
 func (d noContainers) ImageInspect(context.Context, string) (docker.Image, error) {
 	return docker.Image{}, nil
+}
+
+// gatedRuntime blocks every Remove until open is closed, counting how many
+// wait at once.
+type gatedRuntime struct {
+	fakeRuntime
+	open           chan struct{}
+	arrived        chan struct{}
+	inFlight, most int
+	mu2            sync.Mutex
+}
+
+func (g *gatedRuntime) Remove(ctx context.Context, id string) error {
+	g.mu2.Lock()
+	g.inFlight++
+	g.most = max(g.most, g.inFlight)
+	g.mu2.Unlock()
+	g.arrived <- struct{}{}
+	<-g.open
+	g.mu2.Lock()
+	g.inFlight--
+	g.mu2.Unlock()
+	return g.fakeRuntime.Remove(ctx, id)
+}
+
+// Sessions ending together (choird's stop ends them all at once) reach
+// the engine at most MaxBoxEnds at a time, and every box is removed.
+func TestBoxesEndAFewAtATime(t *testing.T) {
+	m, _, _ := faultManager(t, noContainers{t}, nil)
+	g := &gatedRuntime{open: make(chan struct{}), arrived: make(chan struct{}, 100)}
+	m.Runtime = g
+	const n = 3 * MaxBoxEnds
+	var wg sync.WaitGroup
+	for i := range n {
+		exited := make(chan struct{})
+		close(exited) // the agent is gone already: only the removal is left
+		r := &Run{AgentID: fmt.Sprintf("a%d", i), SessionID: fmt.Sprintf("s%d", i), ContainerID: fmt.Sprintf("box-%d", i), exited: exited}
+		wg.Add(1)
+		go func() { defer wg.Done(); m.endBox(r, StatusStopped) }()
+	}
+	for range MaxBoxEnds {
+		<-g.arrived // the first MaxBoxEnds reach the engine...
+	}
+	select {
+	case <-g.arrived:
+		t.Fatalf("a removal beyond the first %d reached the engine while they all still ran", MaxBoxEnds)
+	default: // ...and no more while they run
+	}
+	close(g.open)
+	wg.Wait()
+	g.mu.Lock()
+	removed := len(g.removed)
+	g.mu.Unlock()
+	if removed != n || g.most != MaxBoxEnds {
+		t.Errorf("%d boxes removed, at most %d at once; want %d, %d", removed, g.most, n, MaxBoxEnds)
+	}
 }
