@@ -53,7 +53,8 @@ bench:
 
 ## bench-scale: what N idle agents cost the host, on the real engine and
 ## Postgres (testkit/scale; not part of make test): N = 1, 10, 100 by default;
-## ARGS='-n 1000' adds a larger N, ARGS='-quick' is for development
+## ARGS='-n 1000' adds a larger N (with -one-build: one agent image built,
+## the rest copies of it), ARGS='-quick' is for development
 bench-scale: build
 	@$(GO) run ./testkit/scale $(ARGS)
 
