@@ -137,8 +137,15 @@ func (m *Manager) HandleHeartbeat(ctx context.Context, req rpc.HeartbeatReq) (rp
 	r.mu.Lock()
 	r.lastHeartbeat, r.beaten = now, true
 	r.configVersion = req.ConfigVersion
+	r.beating++
 	r.mu.Unlock()
 	got, err := m.replicate(ctx, r, req, now)
+	r.mu.Lock()
+	r.beating--
+	if done := m.now(); done.After(r.lastHeartbeat) {
+		r.lastHeartbeat = done // it waited on choird (a slow store), not the other way
+	}
+	r.mu.Unlock()
 	if err != nil {
 		return rpc.HeartbeatResp{}, err
 	}

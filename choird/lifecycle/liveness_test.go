@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -227,4 +228,83 @@ func TestIdleAgentsStayAliveAndSilentOnesCrash(t *testing.T) {
 	if max := 3 + int(ran/m.LivenessEvery) + 1; calls > max {
 		t.Errorf("the store was called %d times in %v of idle heartbeats every 100 ms; want at most %d", calls, ran, max)
 	}
+}
+
+// slowStore is a memStore whose Replicate waits until release is closed
+// (Postgres stalled under a heartbeat), telling entered.
+type slowStore struct {
+	*memStore
+	entered, release chan struct{}
+}
+
+func (s *slowStore) Replicate(ctx context.Context, id string, b Replication) (Replicated, error) {
+	s.entered <- struct{}{}
+	<-s.release
+	return s.memStore.Replicate(ctx, id, b)
+}
+
+// tickRuntime tells ticks of every Remove, which the monitor's sweep of
+// leftover containers asks once per tick of a leftover it never removes:
+// two ticks told after the clock moved mean one whole check ran on it.
+type tickRuntime struct {
+	fakeRuntime
+	ticks chan struct{}
+}
+
+func (r *tickRuntime) Remove(context.Context, string) error {
+	select {
+	case r.ticks <- struct{}{}:
+	default:
+	}
+	return errors.New("the engine is not answering")
+}
+
+// TestAHeartbeatWaitingOnTheStoreIsALife: while choird's store holds up a
+// heartbeat (a stalled Postgres), the agent waits on choird, not the other
+// way round: the crash monitor does not end the session however long the
+// store takes; once the store answers the session goes on, and only real
+// silence after that crashes it.
+func TestAHeartbeatWaitingOnTheStoreIsALife(t *testing.T) {
+	c := config.Default()
+	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
+	loaded := &config.Loaded{Config: &c}
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	st := &slowStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
+	rt := &tickRuntime{ticks: make(chan struct{})}
+	m := &Manager{Docker: &stubDocker{}, Runtime: rt, Store: st, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
+		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock,
+		LivenessEvery: time.Hour}
+	m.leaveBehind("c-old", "a0") // the sweep asks the runtime for it at every tick
+	r := &Run{AgentID: "a1", SessionID: "s-a1", ContainerID: "c-a1", state: StateRunning, lastHeartbeat: clock(),
+		ready: make(chan struct{}), exited: make(chan struct{}), lanes: map[string]rpc.StatusReq{}}
+	st.CreateSession(context.Background(), SessionRecord{SessionID: r.SessionID, AgentID: "a1", Status: StatusActive})
+	m.register(r)
+	call := rpc.WithCall(context.Background(), rpc.Call{RequestID: "r", SessionID: r.SessionID})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go m.Monitor(ctx)
+	tick := func() { <-rt.ticks; <-rt.ticks }
+
+	beat := make(chan error, 1)
+	go func() { _, err := m.HandleHeartbeat(call, idleBeat(nil, 0)); beat <- err }()
+	<-st.entered
+	advance(10 * time.Second) // ten thresholds while the store holds the heartbeat
+	tick()
+	if got := st.status(r.SessionID); got != StatusActive {
+		t.Fatalf("the session while its heartbeat waited on the store = %q; want active", got)
+	}
+	close(st.release)
+	if err := <-beat; err != nil {
+		t.Fatalf("the held heartbeat = %v", err)
+	}
+	advance(500 * time.Millisecond) // within the threshold of the heartbeat's answer
+	tick()
+	if got := st.status(r.SessionID); got != StatusActive {
+		t.Errorf("the session just after its held heartbeat was answered = %q; want active", got)
+	}
+	advance(5 * time.Second) // then silence
+	waitUntil(t, "the silent session to be crashed", func() bool { return st.status(r.SessionID) == StatusCrashed })
 }

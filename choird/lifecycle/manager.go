@@ -149,6 +149,10 @@ type Run struct {
 	mu            sync.Mutex
 	state         string
 	lastHeartbeat time.Time
+	// beating counts the session's heartbeats choird is still serving
+	// (storing their events): the agent reached choird and waits on it, so
+	// the crash monitor does not count that wait against it.
+	beating       int
 	configVersion int64
 	lanes         map[string]rpc.StatusReq
 	terminating   string // TERMINATE_SELF's reason

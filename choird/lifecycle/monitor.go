@@ -229,9 +229,11 @@ func (m *Manager) Monitor(ctx context.Context) {
 		now := m.now()
 		for _, r := range runs {
 			r.mu.Lock()
-			state, last := r.state, r.lastHeartbeat
+			state, last, beating := r.state, r.lastHeartbeat, r.beating
 			r.mu.Unlock()
-			if state == StateRunning && now.Sub(last) > threshold {
+			// A heartbeat still being served (its events waiting on a
+			// slow Postgres) is a sign of life: the agent waits on choird.
+			if state == StateRunning && beating == 0 && now.Sub(last) > threshold {
 				metrics.HeartbeatsMissed.With(r.AgentID).Inc()
 				m.end(r, StatusCrashed, fmt.Sprintf("no heartbeat for %s (threshold %s)", now.Sub(last).Round(time.Millisecond), threshold))
 			}
