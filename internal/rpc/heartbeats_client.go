@@ -143,11 +143,23 @@ func (c *Client) openBeatLine(ctx context.Context) (*beatLine, error) {
 	// the stream without reading its body (as one that has no streams
 	// does) answers at once rather than wait for the body to end first.
 	req.Close = true
-	stop := context.AfterFunc(ctx, cancel)
+	// An open that fails after its connection is made leaves net/http's
+	// write loop reading the body, the pipe, which nothing writes yet, and
+	// Do waiting for that loop: only closing the pipe ends the wait. So a
+	// cancelled heartbeat, or an open with no answer within
+	// beatOpenTimeout, closes it.
+	abort := func(why error) { cancel(); pr.CloseWithError(why) }
+	stop := context.AfterFunc(ctx, func() { abort(ctx.Err()) })
+	late := errors.New("no answer to " + HeartbeatsPath + " within " + beatOpenTimeout.String())
+	timer := time.AfterFunc(beatOpenTimeout, func() { abort(late) })
 	resp, err := c.beatHC.Do(req)
-	if !stop() && err == nil {
+	inTime := timer.Stop()
+	if notCancelled := stop(); (!notCancelled || !inTime) && err == nil {
 		resp.Body.Close()
 		err = ctx.Err()
+		if !inTime && err == nil {
+			err = late
+		}
 	}
 	if err != nil {
 		cancel()
@@ -167,6 +179,10 @@ func (c *Client) openBeatLine(ctx context.Context) (*beatLine, error) {
 	}
 	return l, nil
 }
+
+// beatOpenTimeout bounds opening the heartbeat stream: choird answers its
+// headers at once.
+const beatOpenTimeout = 10 * time.Second
 
 // dropBeatLine closes l and forgets it, if it is still the stream.
 func (c *Client) dropBeatLine(l *beatLine) {
