@@ -160,13 +160,7 @@ func TestLivenessIsRecordedInOneCall(t *testing.T) {
 // liveness within LivenessEvery and the crashed one's last heartbeat
 // with its end.
 func TestIdleAgentsStayAliveAndSilentOnesCrash(t *testing.T) {
-	c := config.Default()
-	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
-	loaded := &config.Loaded{Config: &c}
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	loaded, clock, advance := monitorClock()
 	st := newMemStore()
 	m := &Manager{Docker: &stubDocker{}, Store: st, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
 		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock,
@@ -265,13 +259,7 @@ func (r *tickRuntime) Remove(context.Context, string) error {
 // store takes; once the store answers the session goes on, and only real
 // silence after that crashes it.
 func TestAHeartbeatWaitingOnTheStoreIsALife(t *testing.T) {
-	c := config.Default()
-	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
-	loaded := &config.Loaded{Config: &c}
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	loaded, clock, advance := monitorClock()
 	st := &slowStore{memStore: newMemStore(), entered: make(chan struct{}, 1), release: make(chan struct{})}
 	rt := &tickRuntime{ticks: make(chan struct{})}
 	m := &Manager{Docker: &stubDocker{}, Runtime: rt, Store: st, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
@@ -307,4 +295,17 @@ func TestAHeartbeatWaitingOnTheStoreIsALife(t *testing.T) {
 	}
 	advance(5 * time.Second) // then silence
 	waitUntil(t, "the silent session to be crashed", func() bool { return st.status(r.SessionID) == StatusCrashed })
+}
+
+// monitorClock is the config and clock of the crash monitor's tests: a
+// heartbeat every 100 ms, a crash after 1 s of silence, and a clock that
+// moves only when advanced.
+func monitorClock() (loaded *config.Loaded, clock func() time.Time, advance func(time.Duration)) {
+	c := config.Default()
+	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
+	var mu sync.Mutex
+	now := time.Unix(1_800_000_000, 0)
+	return &config.Loaded{Config: &c},
+		func() time.Time { mu.Lock(); defer mu.Unlock(); return now },
+		func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 }

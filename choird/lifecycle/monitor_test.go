@@ -55,13 +55,7 @@ func (stubLogs) ArchiveAgent(string) error             { return nil }
 // than the threshold is crashed: session recorded, token revoked, container
 // removed, leases released.
 func TestMonitorEndsSilentSessions(t *testing.T) {
-	c := config.Default()
-	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
-	loaded := &config.Loaded{Config: &c}
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	loaded, clock, advance := monitorClock()
 	d, sessions, store := &stubDocker{}, &stubSessions{}, newMemStore()
 	m := &Manager{Docker: d, Store: store, Sessions: sessions, Leases: lease.NewTable(), Logs: stubLogs{},
 		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock}

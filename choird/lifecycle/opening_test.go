@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -34,13 +33,7 @@ func (s slowImages) ImageRecord(context.Context, string) (ImageRecord, error) {
 // is crashed at the threshold. Once a heartbeat came, only heartbeats
 // count: a later GET_SECRETS does not keep a silent session alive.
 func TestFirstHeartbeatIsAwaitedFromTheOpeningCalls(t *testing.T) {
-	c := config.Default()
-	c.HeartbeatIntervalMS, c.CrashDetectionThresholdMS = 100, 1000
-	loaded := &config.Loaded{Config: &c}
-	var mu sync.Mutex
-	now := time.Unix(1_800_000_000, 0)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	loaded, clock, advance := monitorClock()
 	st := newMemStore()
 	m := &Manager{Docker: &stubDocker{}, Store: st, Sessions: &stubSessions{}, Leases: lease.NewTable(), Logs: stubLogs{},
 		Config: func() (*config.Loaded, int64) { return loaded, 1 }, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: clock,
