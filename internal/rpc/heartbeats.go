@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -53,10 +54,10 @@ func (s *Server) serveHeartbeats(w http.ResponseWriter, r *http.Request, sess *s
 		writeError(w, Errorf(http.StatusInternalServerError, CodeInternal, "this connection cannot carry a heartbeat stream (%v): use POST /rpc/%s", err, VerbHeartbeat))
 		return
 	}
-	if !s.openBeats(w, sess) {
+	if !s.openStream(w, &sess.beats, fmt.Sprintf("heartbeat streams, the limit: end one (its request body) before opening another, or send POST /rpc/%s", VerbHeartbeat)) {
 		return
 	}
-	defer s.closeBeats(sess)
+	defer s.closeStream(&sess.beats)
 	w.Header().Set("Content-Type", "application/x-choir-heartbeats")
 	w.Header().Set(HeaderFrameMax, strconv.Itoa(s.frameMax()))
 	w.WriteHeader(http.StatusOK)
@@ -232,24 +233,4 @@ func (bs *beatStream) answer(resp any, rerr *Error) bool {
 		return false
 	}
 	return bs.rc.Flush() == nil
-}
-
-// openBeats counts a heartbeat stream against MaxStreamsPerSession.
-func (s *Server) openBeats(w http.ResponseWriter, sess *session) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sess.beats >= s.limits.MaxStreamsPerSession {
-		w.Header().Set("Retry-After", "5")
-		writeError(w, Errorf(http.StatusTooManyRequests, CodeRateLimited,
-			"this session already has %d open heartbeat streams, the limit: end one (its request body) before opening another, or send POST /rpc/%s", sess.beats, VerbHeartbeat))
-		return false
-	}
-	sess.beats++
-	return true
-}
-
-func (s *Server) closeBeats(sess *session) {
-	s.mu.Lock()
-	sess.beats--
-	s.mu.Unlock()
 }

@@ -381,10 +381,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *sessi
 		}
 		after = n
 	}
-	if !s.openStream(w, sess) {
+	if !s.openStream(w, &sess.streams, "event streams, the limit: close one (GET /events) before opening another") {
 		return
 	}
-	defer s.closeStream(sess)
+	defer s.closeStream(&sess.streams)
 	rc := http.NewResponseController(w)
 	defer rc.SetWriteDeadline(time.Time{})
 	// flush sends what is buffered within StreamWriteTimeout; false ends
@@ -430,23 +430,25 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request, sess *sessi
 	}
 }
 
-// openStream counts an event stream against MaxStreamsPerSession.
-func (s *Server) openStream(w http.ResponseWriter, sess *session) bool {
+// openStream counts a stream of the session (*count: its event streams
+// or its heartbeat streams) against MaxStreamsPerSession; over it, a 429
+// saying what to do (what).
+func (s *Server) openStream(w http.ResponseWriter, count *int, what string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sess.streams >= s.limits.MaxStreamsPerSession {
+	if *count >= s.limits.MaxStreamsPerSession {
 		w.Header().Set("Retry-After", "5")
 		writeError(w, Errorf(http.StatusTooManyRequests, CodeRateLimited,
-			"this session already has %d open event streams, the limit: close one (GET /events) before opening another", sess.streams))
+			"this session already has %d open %s", *count, what))
 		return false
 	}
-	sess.streams++
+	*count++
 	return true
 }
 
-func (s *Server) closeStream(sess *session) {
+func (s *Server) closeStream(count *int) {
 	s.mu.Lock()
-	sess.streams--
+	*count--
 	s.mu.Unlock()
 }
 
