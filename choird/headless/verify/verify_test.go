@@ -170,7 +170,9 @@ func TestVerifierHasNoNetwork(t *testing.T) {
 	}()
 	host, port, _ := net.SplitHostPort(ln.Addr().String())
 	dial := "echo hi | nc -w 5 " + host + " " + port
-	res := f.run(t, "net", time.Minute, "sh", "-c", "ls /sys/class/net; echo ---; "+dial)
+	// One stream: the engine copies stdout and stderr apart, so nc's error
+	// could otherwise be logged before the listing.
+	res := f.run(t, "net", time.Minute, "sh", "-c", "exec 2>&1; ls /sys/class/net; echo ---; "+dial)
 	if res.Report.Passed {
 		t.Fatalf("a verifier reached %s; report %+v", ln.Addr(), res.Report)
 	}
