@@ -204,6 +204,7 @@ func run(ctx context.Context, o options, getenv func(string) string, log *slog.L
 		})
 	}
 	log.Info("choir-agent starting", "control_plane", o.controlPlane, "image_version", version.ImageVersion)
+	startIdleTrim(ctx)
 	sess := session.New(cp, id, version, heartbeat, log)
 	*red = sess.Redactor
 	acfg := assembly.Config{ChoirDir: o.choirDir, Workspace: o.workspace, Log: log,

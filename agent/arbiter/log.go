@@ -10,8 +10,13 @@ import (
 )
 
 // chunkSize is how many events one chunk of the log holds. The log grows a
-// chunk at a time, so appending never copies what is already committed.
+// chunk at a time, so appending never copies a full chunk.
 const chunkSize = 4096
+
+// firstChunkCap is the room a new chunk starts with; it doubles up to
+// chunkSize. An idle agent holds a few dozen events, and a chunk made
+// whole at once (416 KiB) was the largest thing in its heap.
+const firstChunkCap = 64
 
 // commitLog is the in-memory append log. Only the arbiter goroutine appends;
 // any goroutine may read. Event rev n is at index n-1-base: a resumed
@@ -51,9 +56,14 @@ func (l *commitLog) append(lane, typ string, payload []byte) rpc.Event {
 func (l *commitLog) put(e rpc.Event) {
 	l.mu.Lock()
 	if (l.n-l.base)%chunkSize == 0 {
-		l.chunks = append(l.chunks, make([]rpc.Event, 0, chunkSize))
+		l.chunks = append(l.chunks, make([]rpc.Event, 0, firstChunkCap))
 	}
 	c := &l.chunks[len(l.chunks)-1]
+	if len(*c) == cap(*c) {
+		grown := make([]rpc.Event, len(*c), min(2*cap(*c), chunkSize))
+		copy(grown, *c)
+		*c = grown
+	}
 	*c = append(*c, e)
 	l.n, l.last = e.Rev, e.Hash
 	grew := l.grew
