@@ -14,8 +14,8 @@ import (
 const chunkSize = 4096
 
 // firstChunkCap is the room a new chunk starts with; it doubles up to
-// chunkSize. An idle agent holds a few dozen events, and a chunk made
-// whole at once (416 KiB) was the largest thing in its heap.
+// chunkSize. An idle agent holds a few dozen events: a chunk made whole
+// at once was 416 KiB of its heap, the largest object in a heap profile.
 const firstChunkCap = 64
 
 // commitLog is the in-memory append log. Only the arbiter goroutine appends;
