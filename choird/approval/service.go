@@ -359,7 +359,7 @@ func (s *Service) RunHandoff(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		s.handOff(ctx, h)
+		s.handOnUntold(ctx, h)
 		select {
 		case <-ctx.Done():
 			return
@@ -368,8 +368,9 @@ func (s *Service) RunHandoff(ctx context.Context, every time.Duration) {
 	}
 }
 
-// handOff hands on the decisions h finds untold.
-func (s *Service) handOff(ctx context.Context, h Handoff) {
+// handOnUntold hands on the decisions h finds untold (handOn is for those
+// this choird decides).
+func (s *Service) handOnUntold(ctx context.Context, h Handoff) {
 	untold, err := h.Untold(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
